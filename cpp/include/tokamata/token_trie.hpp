@@ -1,0 +1,52 @@
+// The vocabulary as a byte trie laid out in DFS order (seed 001, "Token trie").
+//
+// Invariants:
+// - nodes[0] is the root (no byte). For every node p, nodes[p + subtree_size(p)] is the
+//   first node after p's subtree; num_parents(p) = level(p) - level(next) + 1 is how many
+//   states to pop after visiting p as a leaf (next = p + subtree_size(p); level(end) = 1).
+// - Children are sorted by byte, so DFS order is the lexicographic order of token bytes.
+// - A node lists every token id whose bytes spell the path to it (several ids may share
+//   bytes). Only text tokens are in the trie: special tokens and padding never are.
+// - Token bytes are kept (one buffer + offsets, indexed by token id) for consume().
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace tokamata {
+
+struct TrieNode {
+  uint32_t subtree_size;
+  int32_t token_begin;   // index into token_ids
+  uint16_t token_count;
+  uint16_t num_parents;
+  uint8_t byte;
+};
+
+class TokenTrie {
+ public:
+  // token_bytes[offsets[i]:offsets[i+1]] are the bytes of token id i, for i < num_tokens;
+  // in_trie[i] != 0 marks text tokens. vocab_size >= num_tokens counts logit columns.
+  TokenTrie(const uint8_t* token_bytes, const int64_t* offsets, const uint8_t* in_trie,
+            int32_t num_tokens, int32_t vocab_size);
+
+  const std::vector<TrieNode>& nodes() const { return nodes_; }
+  const std::vector<int32_t>& token_ids() const { return token_ids_; }
+  int32_t vocab_size() const { return vocab_size_; }
+  int32_t num_tokens() const { return num_tokens_; }
+  int32_t max_depth() const { return max_depth_; }
+  bool in_trie(int32_t token) const { return in_trie_[token] != 0; }
+  const uint8_t* token_data(int32_t token) const { return bytes_.data() + offsets_[token]; }
+  int64_t token_length(int32_t token) const { return offsets_[token + 1] - offsets_[token]; }
+
+ private:
+  std::vector<TrieNode> nodes_;
+  std::vector<int32_t> token_ids_;
+  std::vector<uint8_t> bytes_;
+  std::vector<int64_t> offsets_;
+  std::vector<uint8_t> in_trie_;
+  int32_t num_tokens_;
+  int32_t vocab_size_;
+  int32_t max_depth_ = 0;
+};
+
+}  // namespace tokamata

@@ -1,0 +1,119 @@
+// Lazy DFA storage, the trie walk, and the per-state row cache; see token_row.hpp.
+#include "tokamata/token_row.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tokamata {
+
+LazyDfa::LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_states, Expander expand)
+    : num_classes_(num_classes), max_states_(max_states), expand_(std::move(expand)) {
+  if (num_classes <= 0 || num_classes > 256 || max_states <= 0) throw std::invalid_argument("bad DFA sizes");
+  std::memcpy(class_map_, class_map, 256);
+  for (int b = 0; b < 256; ++b) {
+    if (class_map_[b] >= num_classes) throw std::invalid_argument("class map out of range");
+  }
+  blocks_.resize(static_cast<size_t>(max_states / kBlockStates + 1));
+  accepting_.reserve(static_cast<size_t>(max_states));
+}
+
+void LazyDfa::add_states(const uint8_t* accepting, int32_t count) {
+  if (count < 0 || num_states_ + count > max_states_) throw LimitError("max_dfa_states");
+  for (int32_t i = 0; i < count; ++i) {
+    const int32_t s = num_states_ + i;
+    auto& block = blocks_[s / kBlockStates];
+    if (!block) {
+      block.reset(new int32_t[static_cast<size_t>(kBlockStates) * num_classes_]);
+      std::fill_n(block.get(), static_cast<size_t>(kBlockStates) * num_classes_, kUnknown);
+    }
+    accepting_.push_back(accepting[i]);
+  }
+  num_states_ += count;
+}
+
+void LazyDfa::set_row(int32_t state, const int32_t* targets) {
+  if (state < 0 || state >= num_states_) throw std::invalid_argument("set_row: bad state");
+  int32_t* row = blocks_[state / kBlockStates].get() + (state % kBlockStates) * num_classes_;
+  for (int32_t c = 0; c < num_classes_; ++c) {
+    if (targets[c] < kDead || targets[c] >= num_states_) throw std::invalid_argument("set_row: bad target");
+    row[c] = targets[c];
+  }
+}
+
+void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row) {
+  const auto& nodes = trie.nodes();
+  const int32_t* token_ids = trie.token_ids().data();
+  uint32_t* bits = row.bits.data();
+  std::vector<int32_t> stack(static_cast<size_t>(trie.max_depth()) + 2);
+  int32_t top = 0;
+  stack[0] = state;
+  const size_t n = nodes.size();
+  size_t p = 1;
+  int32_t allowed = 0;
+  while (p < n) {
+    const TrieNode& node = nodes[p];
+    const int32_t next = dfa.step(stack[top], node.byte);
+    if (next >= 0) {
+      for (int32_t k = 0; k < node.token_count; ++k) {
+        const int32_t t = token_ids[node.token_begin + k];
+        bits[t >> 5] |= 1u << (t & 31);
+        ++allowed;
+      }
+      stack[++top] = next;
+      top -= node.subtree_size > 1 ? 0 : node.num_parents;
+      p += 1;
+    } else {
+      p += node.subtree_size;
+      top -= node.num_parents - 1;
+    }
+  }
+  row.num_allowed = allowed;
+}
+
+RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::unique_ptr<LazyDfa> dfa,
+                     std::vector<int32_t> eos_ids)
+    : trie_(std::move(trie)), dfa_(std::move(dfa)), eos_ids_(std::move(eos_ids)) {
+  for (int32_t e : eos_ids_) {
+    if (e < 0 || e >= trie_->vocab_size()) throw std::invalid_argument("EOS id out of range");
+  }
+}
+
+bool RegexCore::is_eos(int32_t token) const {
+  return std::find(eos_ids_.begin(), eos_ids_.end(), token) != eos_ids_.end();
+}
+
+const TokenRow* RegexCore::cached_row(int32_t state) const {
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  auto it = rows_.find(state);
+  return it == rows_.end() ? nullptr : it->second.get();
+}
+
+const TokenRow* RegexCore::compute_row(int32_t state) {
+  std::lock_guard<std::mutex> compute_guard(compute_mu_);
+  if (const TokenRow* row = cached_row(state)) return row;
+  auto row = std::make_unique<TokenRow>();
+  row->bits.assign(static_cast<size_t>(num_words()), 0u);
+  walk_trie(*trie_, *dfa_, state, *row);
+  row->accepting = dfa_->accepting(state);
+  const TokenRow* published = row.get();
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  rows_.emplace(state, std::move(row));
+  return published;
+}
+
+int32_t RegexCore::advance(int32_t state, int32_t token) const {
+  const uint8_t* data = trie_->token_data(token);
+  const int64_t len = trie_->token_length(token);
+  for (int64_t i = 0; i < len; ++i) {
+    state = dfa_->peek(state, data[i]);
+    if (state < 0) throw std::logic_error("advance: token not allowed or state not expanded");
+  }
+  return state;
+}
+
+size_t RegexCore::num_cached_rows() const {
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  return rows_.size();
+}
+
+}  // namespace tokamata

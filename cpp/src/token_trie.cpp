@@ -1,0 +1,81 @@
+// Builds the DFS-ordered token trie; see token_trie.hpp for the invariants.
+#include "tokamata/token_trie.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace tokamata {
+
+TokenTrie::TokenTrie(const uint8_t* token_bytes, const int64_t* offsets, const uint8_t* in_trie,
+                     int32_t num_tokens, int32_t vocab_size)
+    : num_tokens_(num_tokens), vocab_size_(vocab_size) {
+  if (num_tokens < 0 || vocab_size < num_tokens) throw std::invalid_argument("bad vocabulary sizes");
+  const int64_t total = offsets[num_tokens];
+  bytes_.assign(token_bytes, token_bytes + total);
+  offsets_.assign(offsets, offsets + num_tokens + 1);
+  in_trie_.assign(in_trie, in_trie + num_tokens);
+
+  std::vector<int32_t> order;
+  order.reserve(num_tokens);
+  for (int32_t t = 0; t < num_tokens; ++t) {
+    if (in_trie_[t] && token_length(t) > 0) order.push_back(t);
+    else in_trie_[t] = 0;
+  }
+  auto less = [this](int32_t a, int32_t b) {
+    const int64_t la = token_length(a), lb = token_length(b);
+    const int cmp = std::memcmp(token_data(a), token_data(b), static_cast<size_t>(std::min(la, lb)));
+    if (cmp != 0) return cmp < 0;
+    if (la != lb) return la < lb;
+    return a < b;
+  };
+  std::sort(order.begin(), order.end(), less);
+
+  // Walk the sorted tokens; the path of the previous token is the current DFS stack.
+  std::vector<int32_t> levels;             // level of each node
+  std::vector<int32_t> path;               // node index per depth (path[0] = root)
+  nodes_.push_back(TrieNode{0, 0, 0, 0, 0});
+  levels.push_back(0);
+  path.push_back(0);
+  std::vector<std::vector<int32_t>> node_tokens(1);
+  for (int32_t t : order) {
+    const uint8_t* data = token_data(t);
+    const int64_t len = token_length(t);
+    // length of the common prefix with the current path
+    int64_t common = 0;
+    while (common < len && common + 1 < static_cast<int64_t>(path.size()) &&
+           nodes_[path[common + 1]].byte == data[common]) {
+      ++common;
+    }
+    path.resize(common + 1);
+    for (int64_t i = common; i < len; ++i) {
+      nodes_.push_back(TrieNode{0, 0, 0, 0, data[i]});
+      levels.push_back(static_cast<int32_t>(i + 1));
+      node_tokens.emplace_back();
+      path.push_back(static_cast<int32_t>(nodes_.size() - 1));
+    }
+    node_tokens[path[len]].push_back(t);
+    max_depth_ = std::max<int32_t>(max_depth_, static_cast<int32_t>(len));
+  }
+  const int32_t n = static_cast<int32_t>(nodes_.size());
+  // subtree sizes: a node's subtree ends at the next node whose level is <= its own
+  std::vector<int32_t> stack;
+  for (int32_t p = 0; p <= n; ++p) {
+    const int32_t level = p < n ? levels[p] : -1;
+    while (!stack.empty() && levels[stack.back()] >= level) {
+      nodes_[stack.back()].subtree_size = static_cast<uint32_t>(p - stack.back());
+      stack.pop_back();
+    }
+    if (p < n) stack.push_back(p);
+  }
+  for (int32_t p = 0; p < n; ++p) {
+    const int32_t next = p + static_cast<int32_t>(nodes_[p].subtree_size);
+    const int32_t next_level = next < n ? levels[next] : 1;
+    nodes_[p].num_parents = static_cast<uint16_t>(levels[p] - next_level + 1);
+    nodes_[p].token_begin = static_cast<int32_t>(token_ids_.size());
+    nodes_[p].token_count = static_cast<uint16_t>(node_tokens[p].size());
+    token_ids_.insert(token_ids_.end(), node_tokens[p].begin(), node_tokens[p].end());
+  }
+}
+
+}  // namespace tokamata

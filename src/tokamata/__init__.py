@@ -1,0 +1,32 @@
+"""tokamata: exact, fast constrained decoding over real tokenizers.
+
+A constraint (a regex today) becomes a byte automaton; composed with the vocabulary's byte
+trie it yields, at each decoding step, the exact set of tokens that keep the output
+extendable to a full match.
+
+>>> import tokamata
+>>> vocab = tokamata.Vocabulary.from_token_bytes([b"Y", b"es", b"No", b"Yes"], eos_token_ids=[4], size=5)
+>>> m = tokamata.compile_regex("Yes|No", vocab).matcher()
+>>> m.allowed_tokens().tolist()
+[0, 2, 3]
+>>> m.consume(3), m.is_accepting(), m.allowed_tokens().tolist()
+(True, True, [4])
+
+``import tokamata`` never imports torch or transformers.
+"""
+
+from .bitmask import allocate_bitmask, apply_bitmask
+from .compile import Constraint, compile_regex
+from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
+                     Unsupported, VocabularyError)
+from .limits import Limits
+from .matcher import Matcher
+from .vocab import Vocabulary
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "allocate_bitmask", "apply_bitmask",
+    "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
+    "InvalidArgument",
+]

@@ -1,0 +1,1 @@
+"""Byte-level automata: code point sets, regex derivatives over UTF-8 bytes, DFAs."""

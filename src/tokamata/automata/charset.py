@@ -1,0 +1,144 @@
+"""Sets of Unicode code points, and the character classes of Python's ``re``.
+
+Invariants:
+- A :data:`CharSet` is a tuple of disjoint, sorted, non-adjacent inclusive ranges
+  ``((lo, hi), ...)`` of code points in ``[0, 0x10FFFF]``; equal sets are equal tuples.
+- The tables for ``\\d``, ``\\w``, ``\\s`` are computed by Python's own ``re`` engine over
+  every code point, so they agree with ``re`` for ``str`` patterns by construction (its
+  Unicode tables differ in places from the ``regex`` package's).
+- Case-insensitive sets are computed by asking ``re`` itself about every code point that
+  takes part in any case mapping; every other code point matches exactly when it matches
+  without the flag. Surrogates are kept here; the UTF-8 layer drops them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from bisect import bisect_left, bisect_right
+from typing import Iterable, Tuple
+
+CharSet = Tuple[Tuple[int, int], ...]
+
+MAX_CODE_POINT = 0x10FFFF
+EMPTY: CharSet = ()
+ANY: CharSet = ((0, MAX_CODE_POINT),)
+
+
+def normalize(ranges: Iterable[tuple[int, int]]) -> CharSet:
+    """Sort and merge overlapping or adjacent ranges."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if merged and lo <= merged[-1][1] + 1:
+            if hi > merged[-1][1]:
+                merged[-1][1] = hi
+        else:
+            merged.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in merged)
+
+
+def union(*sets: CharSet) -> CharSet:
+    return normalize(r for s in sets for r in s)
+
+
+def complement(charset: CharSet) -> CharSet:
+    out = []
+    nxt = 0
+    for lo, hi in charset:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODE_POINT:
+        out.append((nxt, MAX_CODE_POINT))
+    return tuple(out)
+
+
+def intersect(charset: CharSet, lo: int, hi: int) -> CharSet:
+    """The part of ``charset`` inside ``[lo, hi]``."""
+    if not charset:
+        return EMPTY
+    highs = [r[1] for r in charset]
+    start = bisect_left(highs, lo)
+    out = []
+    for i in range(start, len(charset)):
+        a, b = charset[i]
+        if a > hi:
+            break
+        out.append((max(a, lo), min(b, hi)))
+    return tuple(out)
+
+
+def contains(charset: CharSet, code_point: int) -> bool:
+    lows = [r[0] for r in charset]
+    i = bisect_right(lows, code_point) - 1
+    return i >= 0 and charset[i][1] >= code_point
+
+
+def size(charset: CharSet) -> int:
+    return sum(hi - lo + 1 for lo, hi in charset)
+
+
+@functools.lru_cache(maxsize=None)
+def _all_code_points() -> str:
+    return "".join(map(chr, range(MAX_CODE_POINT + 1)))
+
+
+@functools.lru_cache(maxsize=None)
+def _runs_matching(pattern: str, flags: int) -> CharSet:
+    """Code points ``c`` with ``re.fullmatch(pattern, chr(c), flags)``, via one C-speed scan."""
+    text = _all_code_points()
+    compiled = re.compile(f"(?:{pattern})+", flags)
+    return tuple((m.start(), m.end() - 1) for m in compiled.finditer(text))
+
+
+def category(name: str, ascii_only: bool) -> CharSet:
+    """``\\d``, ``\\w``, ``\\s`` (lower case) or their complements (upper case)."""
+    base = _runs_matching("\\" + name.lower(), re.ASCII if ascii_only else 0)
+    return complement(base) if name.isupper() else base
+
+
+@functools.lru_cache(maxsize=None)
+def _case_related() -> tuple[int, ...]:
+    """Every code point that some case mapping of ``re``'s IGNORECASE touches."""
+    import _sre  # the C engine's own tables
+
+    related: set[int] = set()
+    for c in range(MAX_CODE_POINT + 1):
+        low = _sre.unicode_tolower(c)
+        if low != c or _sre.unicode_iscased(c):
+            related.add(c)
+            related.add(low)
+    try:
+        from re import _casefix  # type: ignore[attr-defined]
+
+        for key, values in _casefix._EXTRA_CASES.items():
+            related.add(key)
+            related.update(values)
+    except (ImportError, AttributeError):  # pragma: no cover - older Pythons
+        pass
+    return tuple(sorted(related))
+
+
+def ignore_case(charset: CharSet, source: str, flags: int) -> CharSet:
+    """The set ``re`` matches for the single-character ``source`` under IGNORECASE.
+
+    ``charset`` is what ``source`` matches without the flag. Code points outside every case
+    mapping keep their plain membership; each case-related one is asked of ``re`` directly.
+    """
+    related = _case_related()
+    compiled = re.compile(source, (flags | re.IGNORECASE) & ~re.VERBOSE)
+    text = "".join(map(chr, related))
+    matched = [related[m.start()] for m in compiled.finditer(text)]
+    related_ranges = normalize((c, c) for c in related)
+    plain = _subtract(charset, related_ranges)
+    return union(plain, normalize((c, c) for c in matched))
+
+
+def _subtract(a: CharSet, b: CharSet) -> CharSet:
+    comp = complement(b)
+    out = []
+    for lo, hi in comp:
+        out.extend(intersect(a, lo, hi))
+    return normalize(out)

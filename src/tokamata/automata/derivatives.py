@@ -1,0 +1,303 @@
+"""Byte-level regular expressions with Brzozowski derivatives, hash-consed.
+
+Invariants:
+- Nodes are interned: two nodes denote the same (normalized) expression iff they are the
+  same object, so a node's ``id`` identifies a DFA state structurally, across constraints.
+- Smart constructors normalize (associativity of concatenation; associativity, commutativity
+  and idempotence of alternation; unit and zero laws), which keeps the set of derivatives of
+  any expression finite.
+- Every node other than :data:`NOTHING` denotes a non-empty set of byte strings, so a state
+  that is not ``NOTHING`` can always reach acceptance (no dead ends hide behind live states).
+- Characters are :class:`Utf8` leaves: one code point from a set, spelled in UTF-8. Their
+  derivatives walk the UTF-8 encoding, so only valid UTF-8 (no surrogates, no overlong
+  forms) is ever produced.
+- ``cuts`` of a node is a sorted tuple of byte values where the derivative may change: bytes
+  between consecutive cuts have identical derivatives (the node's byte classes).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, Tuple
+
+from . import charset as cs
+
+__all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
+           "repeat", "derivative", "cuts", "UNBOUNDED"]
+
+UNBOUNDED = -1
+
+_NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT = range(7)
+
+_lock = threading.Lock()
+_interned: Dict[tuple, "Expr"] = {}
+
+
+class Expr:
+    """An interned byte-level regular expression. Build with the module's constructors."""
+
+    __slots__ = ("kind", "args", "nullable", "id", "_derivatives", "_cuts", "__weakref__")
+
+    def __init__(self, kind: int, args: tuple, nullable: bool, ident: int):
+        self.kind = kind
+        self.args = args
+        self.nullable = nullable
+        self.id = ident
+        self._derivatives: Dict[int, Expr] = {}
+        self._cuts: Tuple[int, ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"Expr#{self.id}({_describe(self)})"
+
+
+def _make(kind: int, args: tuple, nullable: bool) -> Expr:
+    key = (kind, args)
+    node = _interned.get(key)
+    if node is None:
+        with _lock:
+            node = _interned.get(key)
+            if node is None:
+                node = Expr(kind, args, nullable, len(_interned))
+                _interned[key] = node
+    return node
+
+
+NOTHING = _make(_NOTHING, (), False)
+EPSILON = _make(_EPSILON, (), True)
+
+_CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
+
+
+def byte_set(mask: int) -> Expr:
+    """One byte whose bit is set in the 256-bit ``mask``."""
+    if mask == 0:
+        return NOTHING
+    return _make(_BYTES, (mask,), False)
+
+
+def any_continuation(count: int) -> Expr:
+    """``count`` arbitrary UTF-8 continuation bytes."""
+    node = EPSILON
+    for _ in range(count):
+        node = concat(byte_set(_CONTINUATION_MASK), node)
+    return node
+
+
+def utf8_char(charset: cs.CharSet) -> Expr:
+    """One code point from ``charset`` (surrogates removed), as UTF-8 bytes."""
+    charset = cs.union(cs.intersect(charset, 0, 0xD7FF), cs.intersect(charset, 0xE000, cs.MAX_CODE_POINT))
+    if not charset:
+        return NOTHING
+    if charset[-1][1] < 0x80:
+        mask = 0
+        for lo, hi in charset:
+            mask |= ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
+        return byte_set(mask)
+    return _make(_UTF8, (charset, 0), False)
+
+
+def _utf8_pending(charset: cs.CharSet, pending: int, interval_lo: int) -> Expr:
+    """Code points of ``charset`` (within one prefix interval) still needing ``pending``
+    continuation bytes; normalized to :func:`any_continuation` when the interval is full."""
+    if not charset:
+        return NOTHING
+    width = 1 << (6 * pending)
+    if charset == ((interval_lo, interval_lo + width - 1),):
+        return any_continuation(pending)
+    return _make(_UTF8, (charset, pending), False)
+
+
+def concat(first: Expr, second: Expr) -> Expr:
+    if first is NOTHING or second is NOTHING:
+        return NOTHING
+    if first is EPSILON:
+        return second
+    if second is EPSILON:
+        return first
+    if first.kind == _CONCAT:  # keep concatenation right-nested
+        return concat(first.args[0], concat(first.args[1], second))
+    return _make(_CONCAT, (first, second), first.nullable and second.nullable)
+
+
+def concat_all(items) -> Expr:
+    node = EPSILON
+    for item in reversed(list(items)):
+        node = concat(item, node)
+    return node
+
+
+def alternation(*options: Expr) -> Expr:
+    members: Dict[int, Expr] = {}
+    mask = 0
+    for option in options:
+        if option.kind == _ALT:
+            for member in option.args:
+                if member.kind == _BYTES:
+                    mask |= member.args[0]
+                else:
+                    members[member.id] = member
+        elif option.kind == _BYTES:
+            mask |= option.args[0]
+        elif option is not NOTHING:
+            members[option.id] = option
+    if mask:
+        node = byte_set(mask)
+        members[node.id] = node
+    if not members:
+        return NOTHING
+    if len(members) == 1:
+        return next(iter(members.values()))
+    ordered = tuple(members[k] for k in sorted(members))
+    return _make(_ALT, ordered, any(m.nullable for m in ordered))
+
+
+def repeat(item: Expr, low: int, high: int) -> Expr:
+    """``item`` repeated ``low``..``high`` times (``high == UNBOUNDED``: no bound)."""
+    if high != UNBOUNDED and high < low:
+        return NOTHING
+    if item is NOTHING:
+        return EPSILON if low == 0 else NOTHING
+    if item is EPSILON or high == 0:
+        return EPSILON
+    if item.nullable:
+        low = 0  # r{m,n} == r{0,n} when r matches the empty string
+    if low == 1 and high == 1:
+        return item
+    if item.kind == _REPEAT and item.args[1] == 0 and item.args[2] == UNBOUNDED and low <= 1 and high == UNBOUNDED:
+        return item  # (r*)* == (r*)+ == r*
+    return _make(_REPEAT, (item, low, high), low == 0 or item.nullable)
+
+
+def derivative(node: Expr, byte: int) -> Expr:
+    """The expression matching ``{s : bytes([byte]) + s in node}``; memoized per node."""
+    cached = node._derivatives.get(byte)
+    if cached is not None:
+        return cached
+    kind = node.kind
+    if kind == _NOTHING or kind == _EPSILON:
+        result = NOTHING
+    elif kind == _BYTES:
+        result = EPSILON if (node.args[0] >> byte) & 1 else NOTHING
+    elif kind == _UTF8:
+        result = _utf8_derivative(node.args[0], node.args[1], byte)
+    elif kind == _CONCAT:
+        first, second = node.args
+        result = concat(derivative(first, byte), second)
+        if first.nullable:
+            result = alternation(result, derivative(second, byte))
+    elif kind == _ALT:
+        result = alternation(*(derivative(m, byte) for m in node.args))
+    else:  # _REPEAT
+        item, low, high = node.args
+        rest = repeat(item, max(low - 1, 0), UNBOUNDED if high == UNBOUNDED else high - 1)
+        result = concat(derivative(item, byte), rest)
+    node._derivatives[byte] = result
+    return result
+
+
+_LEAD_RANGES = (  # lead byte range, continuation count, valid code point range
+    (0xC2, 0xDF, 1, 0x80, 0x7FF),
+    (0xE0, 0xEF, 2, 0x800, 0xFFFF),
+    (0xF0, 0xF4, 3, 0x10000, 0x10FFFF),
+)
+
+
+def _utf8_derivative(charset: cs.CharSet, pending: int, byte: int) -> Expr:
+    if pending == 0:
+        if byte < 0x80:
+            return EPSILON if cs.contains(charset, byte) else NOTHING
+        for lead_lo, lead_hi, count, valid_lo, valid_hi in _LEAD_RANGES:
+            if lead_lo <= byte <= lead_hi:
+                width = 1 << (6 * count)
+                interval_lo = (byte & (0x3F >> count)) * width
+                lo = max(interval_lo, valid_lo)
+                hi = min(interval_lo + width - 1, valid_hi)
+                sub = cs.intersect(charset, lo, hi)
+                if lo != interval_lo or hi != interval_lo + width - 1:
+                    # partial interval (E0, ED, F0, F4 leads): never "any continuation"
+                    return _make(_UTF8, (sub, count), False) if sub else NOTHING
+                return _utf8_pending(sub, count, interval_lo)
+        return NOTHING
+    if not 0x80 <= byte < 0xC0:
+        return NOTHING
+    shift = 6 * pending
+    prefix = charset[0][0] >> shift
+    remaining = pending - 1
+    width = 1 << (6 * remaining)
+    interval_lo = ((prefix << 6) | (byte & 0x3F)) * width
+    sub = cs.intersect(charset, interval_lo, interval_lo + width - 1)
+    if not sub:
+        return NOTHING
+    if remaining == 0:
+        return EPSILON
+    return _utf8_pending(sub, remaining, interval_lo)
+
+
+def cuts(node: Expr) -> Tuple[int, ...]:
+    """Sorted byte values (excluding 0) where this node's byte classes begin."""
+    if node._cuts is not None:
+        return node._cuts
+    kind = node.kind
+    if kind == _NOTHING or kind == _EPSILON:
+        result: Tuple[int, ...] = ()
+    elif kind == _BYTES:
+        mask = node.args[0]
+        result = tuple(b for b in range(1, 256) if ((mask >> b) & 1) != ((mask >> (b - 1)) & 1))
+    elif kind == _UTF8:
+        derived = [derivative(node, b) for b in range(256)]
+        result = tuple(b for b in range(1, 256) if derived[b] is not derived[b - 1])
+    elif kind == _CONCAT:
+        first, second = node.args
+        result = cuts(first)
+        if first.nullable:
+            result = tuple(sorted(set(result) | set(cuts(second))))
+    elif kind == _ALT:
+        merged = set()
+        for member in node.args:
+            merged.update(cuts(member))
+        result = tuple(sorted(merged))
+    else:
+        result = cuts(node.args[0])
+    node._cuts = result
+    return result
+
+
+def is_ascii_only(node: Expr) -> bool:
+    """True when no leaf of ``node`` can produce a byte >= 0x80."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.kind == _UTF8:
+            return False
+        if n.kind == _BYTES and n.args[0] >> 0x80:
+            return False
+        if n.kind in (_CONCAT, _ALT, _REPEAT):
+            stack.extend(a for a in n.args if isinstance(a, Expr))
+    return True
+
+
+def _describe(node: Expr, depth: int = 0) -> str:
+    if depth > 6:
+        return "..."
+    kind = node.kind
+    if kind == _NOTHING:
+        return "∅"
+    if kind == _EPSILON:
+        return "ε"
+    if kind == _BYTES:
+        mask = node.args[0]
+        members = [b for b in range(256) if (mask >> b) & 1]
+        if len(members) == 1:
+            return repr(bytes(members))[1:]
+        return f"[{len(members)} bytes]"
+    if kind == _UTF8:
+        return f"<{cs.size(node.args[0])} chars, {node.args[1]} pending>"
+    if kind == _CONCAT:
+        return _describe(node.args[0], depth + 1) + _describe(node.args[1], depth + 1)
+    if kind == _ALT:
+        return "(" + "|".join(_describe(m, depth + 1) for m in node.args) + ")"
+    item, low, high = node.args
+    return f"({_describe(item, depth + 1)}){{{low},{'' if high == UNBOUNDED else high}}}"

@@ -1,0 +1,158 @@
+"""A byte DFA whose states are derivatives, built lazily, as flat rows for the C++ core.
+
+Invariants:
+- State 0 is the start state; each state is one interned expression (its derivative), so a
+  state is identified structurally. A transition to ``NOTHING`` is ``DEAD`` (-1): there is
+  no dead state, and every live state can still reach acceptance.
+- Transitions are over byte classes fixed before any state is built: the ASCII cuts of every
+  leaf of the start expression, plus one class per non-ASCII byte when the expression can
+  produce any (derivatives never add ASCII cuts, and non-ASCII bytes are all separated), so
+  the classes refine the own classes of every state that can ever be reached.
+- A state's row is computed the first time it is asked for (``expand``), usually from the
+  C++ trie walk; total states and total time spent expanding are bounded by
+  ``Limits.max_dfa_states`` and ``Limits.max_compile_seconds`` (:class:`LimitExceeded`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from bisect import bisect_right
+
+import numpy as np
+
+from ..errors import LimitExceeded
+from ..limits import Limits
+from . import derivatives as d
+
+DEAD = -1
+
+__all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
+
+
+def global_class_starts(root: d.Expr) -> tuple[int, ...]:
+    """First byte of every class of the DFA of ``root`` (sorted, starting with 0)."""
+    cuts: set[int] = set()
+    stack, seen = [root], set()
+    non_ascii = False
+    while stack:
+        node = stack.pop()
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        if node.kind == d._BYTES:
+            node_cuts = d.cuts(node)
+            cuts.update(c for c in node_cuts if c <= 0x80)
+            if node.args[0] >> 0x80:
+                non_ascii = True
+        elif node.kind == d._UTF8:
+            non_ascii = True
+            cuts.update(c for c in d.cuts(node) if c <= 0x80)
+        else:
+            stack.extend(a for a in node.args if isinstance(a, d.Expr))
+    cuts.add(0x80)
+    if non_ascii:
+        cuts.update(range(0x81, 0xF6))
+    return (0,) + tuple(sorted(c for c in cuts if 0 < c < 256))
+
+
+class LazyByteDfa:
+    """States and rows of the DFA of ``root``, computed on demand.
+
+    >>> from tokamata.automata import derivatives as d
+    >>> dfa = LazyByteDfa(d.concat(d.byte_set(1 << 97), d.byte_set(1 << 98)), Limits())
+    >>> dfa.run(b"ab"), dfa.accepting(dfa.run(b"ab")), dfa.run(b"b")
+    (2, True, -1)
+    """
+
+    def __init__(self, root: d.Expr, limits: Limits):
+        self.limits = limits
+        self.class_starts = global_class_starts(root)
+        self.num_classes = len(self.class_starts)
+        class_map = np.zeros(256, dtype=np.uint8)
+        for k, start in enumerate(self.class_starts):
+            class_map[start:] = k
+        self.class_map = class_map
+        self._class_of = class_map.tolist()
+        self.states: list[d.Expr] = [] if root is d.NOTHING else [root]
+        self._index: dict[int, int] = {root.id: 0} if self.states else {}
+        self._rows: list[list[int] | None] = [None] * len(self.states)
+        self._elapsed = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the language is empty (no state at all)."""
+        return not self.states
+
+    @property
+    def num_states(self) -> int:
+        return len(self.states)
+
+    def accepting(self, state: int) -> bool:
+        return self.states[state].nullable
+
+    def row(self, state: int) -> list[int]:
+        """Next state per byte class (``DEAD`` for none), expanding ``state`` if needed."""
+        row = self._rows[state]
+        if row is None:
+            row = self.expand(state)
+        return row
+
+    def step(self, state: int, byte: int) -> int:
+        return self.row(state)[self._class_of[byte]]
+
+    def run(self, data: bytes, state: int = 0) -> int:
+        for byte in data:
+            if state == DEAD:
+                return DEAD
+            state = self.step(state, byte)
+        return state
+
+    def expand(self, state: int) -> list[int]:
+        with self._lock:
+            row = self._rows[state]
+            if row is not None:
+                return row
+            started = time.perf_counter()
+            node = self.states[state]
+            own_starts = (0,) + d.cuts(node)
+            own_targets = []
+            for start in own_starts:
+                nxt = d.derivative(node, start)
+                if nxt is d.NOTHING:
+                    own_targets.append(DEAD)
+                    continue
+                target = self._index.get(nxt.id)
+                if target is None:
+                    target = len(self.states)
+                    if target >= self.limits.max_dfa_states:
+                        raise LimitExceeded("max_dfa_states", target + 1, self.limits.max_dfa_states)
+                    self._index[nxt.id] = target
+                    self.states.append(nxt)
+                    self._rows.append(None)
+                own_targets.append(target)
+            if len(own_starts) == 1:
+                row = own_targets * self.num_classes
+            else:
+                row = [own_targets[bisect_right(own_starts, start) - 1] for start in self.class_starts]
+            self._rows[state] = row
+            self._elapsed += time.perf_counter() - started
+            if self._elapsed > self.limits.max_compile_seconds:
+                raise LimitExceeded("max_compile_seconds", round(self._elapsed, 3), self.limits.max_compile_seconds)
+            return row
+
+    def expand_for_core(self, state: int, known_states: int) -> tuple[bytes, bytes]:
+        """The C++ core's callback: the row as int32 bytes, and the accepting flags of the
+        states it does not know yet (``states[known_states:]``)."""
+        row = self.expand(state)
+        accepting = bytes(1 if n.nullable else 0 for n in self.states[known_states:])
+        return np.asarray(row, dtype=np.int32).tobytes(), accepting
+
+    def explore(self) -> int:
+        """Expand every reachable state (bounded by the limits); returns the state count."""
+        i = 0
+        while i < len(self.states):
+            self.row(i)
+            i += 1
+        return len(self.states)

@@ -1,0 +1,1 @@
+"""Adapters to frameworks; each imports its framework lazily (never from ``import tokamata``)."""

@@ -1,0 +1,418 @@
+"""Python ``re`` syntax -> character-level regex AST, for the regular subset.
+
+Invariants:
+- Syntax is validated by ``re.compile`` first, so exactly the patterns Python accepts are
+  accepted; its errors become :class:`InvalidSyntax` with the span Python reports.
+- The AST denotes the language ``re.fullmatch`` accepts. Constructs that are not regular or
+  whose meaning depends on position (backreferences, lookaround, ``\\b``/``\\B``,
+  conditionals, atomic groups, possessive quantifiers, anchors not at the very start or end)
+  raise :class:`Unsupported` naming the feature and its span. Lazy quantifiers are accepted:
+  they describe the same language.
+- Character sets are sets of code points (see :mod:`tokamata.automata.charset`) computed with
+  Python's tables; ``(?i)`` sets are computed by ``re`` itself.
+- Every node count and nesting depth is checked against :class:`tokamata.Limits`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import warnings
+from dataclasses import dataclass
+from typing import Union
+
+from ..automata import charset as cs
+from ..errors import InvalidSyntax, Unsupported
+from ..errors import LimitExceeded
+from ..limits import Limits
+
+__all__ = ["parse_regex", "Chars", "Concat", "Alternation", "Repeat", "Node", "UNBOUNDED"]
+
+UNBOUNDED = -1
+_MAXREPEAT = 4294967295  # re's MAXREPEAT: a bound this large means "no bound"
+
+
+@dataclass(frozen=True)
+class Chars:
+    """One character from ``charset``."""
+    charset: cs.CharSet
+
+
+@dataclass(frozen=True)
+class Concat:
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Alternation:
+    options: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``item`` repeated ``low`` to ``high`` times (``high == UNBOUNDED``: no bound)."""
+    item: "Node"
+    low: int
+    high: int
+
+
+Node = Union[Chars, Concat, Alternation, Repeat]
+EMPTY_STRING = Concat(())
+
+_FLAG_LETTERS = {"a": re.ASCII, "i": re.IGNORECASE, "L": re.LOCALE, "m": re.MULTILINE,
+                 "s": re.DOTALL, "u": re.UNICODE, "x": re.VERBOSE}
+_SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
+_CATEGORY_LETTERS = "dDwWsS"
+
+
+def parse_regex(pattern: str, limits: Limits) -> Node:
+    """Parse ``pattern`` (Python ``re`` syntax) into an AST for its full-match language.
+
+    >>> parse_regex("a|b", Limits())
+    Alternation(options=(Chars(charset=((97, 97),)), Chars(charset=((98, 98),))))
+    """
+    if not isinstance(pattern, str):
+        raise InvalidSyntax(f"a regex must be a str, got {type(pattern).__name__}")
+    if len(pattern) > limits.max_pattern_length:
+        raise LimitExceeded("max_pattern_length", len(pattern), limits.max_pattern_length)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = re.compile(pattern)
+    except re.error as error:
+        pos = error.pos if error.pos is not None else 0
+        raise InvalidSyntax(f"invalid regex: {error.msg}", pattern, (pos, min(pos + 1, len(pattern)))) from None
+    except RecursionError:
+        raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
+                            limits.max_nesting_depth) from None
+    except (OverflowError, ValueError) as error:
+        raise InvalidSyntax(f"invalid regex: {error}", pattern, (0, len(pattern))) from None
+    return _Parser(pattern, compiled.flags, limits).parse()
+
+
+class _Parser:
+    def __init__(self, pattern: str, flags: int, limits: Limits):
+        self.text = pattern
+        self.pos = 0
+        self.limits = limits
+        self.nodes = 0
+        self.depth = 0
+        # global flags are known from re.compile; inline scoped flags push/pop on this stack
+        self.flags = flags & (re.ASCII | re.IGNORECASE | re.DOTALL | re.VERBOSE | re.MULTILINE)
+
+    # -- helpers -------------------------------------------------------------------------
+    def error_unsupported(self, feature: str, start: int, end: int | None = None) -> Unsupported:
+        return Unsupported(feature, self.text, (start, end if end is not None else self.pos))
+
+    def peek(self, k: int = 0) -> str:
+        i = self.pos + k
+        return self.text[i] if i < len(self.text) else ""
+
+    def startswith(self, s: str) -> bool:
+        return self.text.startswith(s, self.pos)
+
+    def count_node(self) -> None:
+        self.nodes += 1
+        if self.nodes > self.limits.max_regex_nodes:
+            raise LimitExceeded("max_regex_nodes", self.nodes, self.limits.max_regex_nodes)
+
+    def skip_verbose(self) -> None:
+        if not self.flags & re.VERBOSE:
+            return
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            if c in " \t\n\r\f\v":
+                self.pos += 1
+            elif c == "#":
+                nl = self.text.find("\n", self.pos)
+                self.pos = len(self.text) if nl < 0 else nl + 1
+            else:
+                break
+
+    # -- grammar ---------------------------------------------------------------------------
+    def parse(self) -> Node:
+        node = self.alternation(top=True)
+        if self.pos != len(self.text):  # pragma: no cover - re.compile validated the syntax
+            raise InvalidSyntax("unbalanced parenthesis", self.text, (self.pos, self.pos + 1))
+        return node
+
+    def alternation(self, top: bool = False) -> Node:
+        self.depth += 1
+        if self.depth > self.limits.max_nesting_depth:
+            raise LimitExceeded("max_nesting_depth", self.depth, self.limits.max_nesting_depth)
+        options = [self.sequence(top)]
+        while self.peek() == "|":
+            self.pos += 1
+            options.append(self.sequence(top))
+        self.depth -= 1
+        return options[0] if len(options) == 1 else Alternation(tuple(options))
+
+    def sequence(self, top: bool) -> Node:
+        items: list[Node] = []
+        first = True
+        while True:
+            self.skip_verbose()
+            c = self.peek()
+            if c == "" or c == "|" or c == ")":
+                break
+            start = self.pos
+            if c in "^$" or (c == "\\" and self.peek(1) in "AZbB"):
+                self.anchor(top, first)
+                continue
+            atom = self.atom()
+            if atom is None:  # a flag group or comment: no text
+                continue
+            first = False
+            items.append(self.quantified(atom, start))
+        if len(items) == 1:
+            return items[0]
+        return Concat(tuple(items))
+
+    def anchor(self, top: bool, first: bool) -> None:
+        start = self.pos
+        c = self.peek()
+        length = 1 if c in "^$" else 2
+        kind = c if c in "^$" else self.text[start:start + 2]
+        self.pos += length
+        if kind in ("\\b", "\\B"):
+            raise self.error_unsupported("word boundary " + kind, start)
+        if kind in ("^", "\\A"):
+            if top and first and not (kind == "^" and self.flags & re.MULTILINE and False):
+                return
+            raise self.error_unsupported(f"anchor {kind} inside the pattern", start)
+        # "$" / "\Z": allowed only where nothing can follow within this top-level option
+        save = self.pos
+        self.skip_verbose()
+        at_end = self.peek() in ("", "|")
+        self.pos = save
+        if top and at_end:
+            return
+        raise self.error_unsupported(f"anchor {kind} inside the pattern", start)
+
+    def quantified(self, atom: Node, start: int) -> Node:
+        while True:
+            self.skip_verbose()
+            c = self.peek()
+            qstart = self.pos
+            if c == "*":
+                low, high = 0, UNBOUNDED
+                self.pos += 1
+            elif c == "+":
+                low, high = 1, UNBOUNDED
+                self.pos += 1
+            elif c == "?":
+                low, high = 0, 1
+                self.pos += 1
+            elif c == "{":
+                bounds = self.braces()
+                if bounds is None:
+                    return atom
+                low, high = bounds
+            else:
+                return atom
+            if self.peek() == "?":
+                self.pos += 1  # lazy: same language
+            elif self.peek() == "+":
+                self.pos += 1
+                raise self.error_unsupported("possessive quantifier", qstart)
+            self.count_node()
+            atom = Repeat(atom, low, high)
+
+    def braces(self) -> tuple[int, int] | None:
+        m = re.compile(r"\{(\d*)(,?)(\d*)\}").match(self.text, self.pos)
+        if not m or (not m.group(1) and not m.group(2)) or (not m.group(2) and not m.group(1)):
+            return None  # a literal "{", as in re
+        if not m.group(1) and not m.group(3) and m.group(2):
+            low, high = 0, UNBOUNDED  # "{,}"
+        else:
+            low = int(m.group(1)) if m.group(1) else 0
+            if m.group(2):
+                high = int(m.group(3)) if m.group(3) else UNBOUNDED
+            else:
+                high = low
+        if high != UNBOUNDED and high >= _MAXREPEAT:
+            high = UNBOUNDED
+        self.pos = m.end()
+        return low, high
+
+    def atom(self) -> Node | None:
+        start = self.pos
+        c = self.peek()
+        self.count_node()
+        if c == "(":
+            return self.group()
+        if c == "[":
+            return self.char_class()
+        if c == ".":
+            self.pos += 1
+            charset = cs.ANY if self.flags & re.DOTALL else cs.complement(((10, 10),))
+            return Chars(charset)
+        if c == "\\":
+            return self.escape_atom()
+        self.pos += 1
+        return self.finish_chars(((ord(c), ord(c)),), start)
+
+    def finish_chars(self, charset: cs.CharSet, start: int) -> Chars:
+        if self.flags & re.IGNORECASE:
+            charset = cs.ignore_case(charset, self.text[start:self.pos], self.flags & re.ASCII)
+        return Chars(charset)
+
+    def group(self) -> Node | None:
+        start = self.pos
+        self.pos += 1
+        saved_flags = self.flags
+        if self.peek() != "?":
+            node = self.alternation()
+            self.pos += 1  # ")"
+            return node if not isinstance(node, Concat) or node.items else EMPTY_STRING
+        # extension syntax
+        nxt = self.peek(1)
+        if nxt == ":":
+            self.pos += 2
+        elif self.startswith("?P<"):
+            end = self.text.index(">", self.pos)
+            self.pos = end + 1
+        elif self.startswith("?P="):
+            end = self.text.index(")", self.pos)
+            raise self.error_unsupported("backreference", start, end + 1)
+        elif nxt == "#":
+            end = self.text.index(")", self.pos)
+            self.pos = end + 1
+            return None
+        elif self.startswith("?=") or self.startswith("?!") or self.startswith("?<=") or self.startswith("?<!"):
+            raise self.error_unsupported("lookaround", start, self._group_end(start))
+        elif nxt == "(":
+            raise self.error_unsupported("conditional group", start, self._group_end(start))
+        elif nxt == ">":
+            raise self.error_unsupported("atomic group", start, self._group_end(start))
+        else:
+            # inline flags: (?aiLmsux) global, or (?flags-flags:...) scoped
+            m = re.compile(r"\?([aiLmsux]*)(?:-([imsx]*))?([:)])").match(self.text, self.pos)
+            if not m:  # pragma: no cover - re.compile validated the syntax
+                raise InvalidSyntax("unknown extension", self.text, (start, start + 3))
+            on, off, closer = m.group(1), m.group(2) or "", m.group(3)
+            self.pos = m.end()
+            if closer == ")":
+                # global flags (re requires them at the start); already in self.flags
+                for letter in on:
+                    self.flags |= _FLAG_LETTERS[letter]
+                self.skip_verbose()
+                return None
+            for letter in on:
+                self.flags |= _FLAG_LETTERS[letter]
+            for letter in off:
+                self.flags &= ~_FLAG_LETTERS[letter]
+        node = self.alternation()
+        self.pos += 1  # ")"
+        self.flags = saved_flags
+        return node
+
+    def _group_end(self, start: int) -> int:
+        depth = 0
+        i = start
+        while i < len(self.text):
+            ch = self.text[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        return len(self.text)
+
+    # -- escapes and classes ---------------------------------------------------------------
+    def escape_atom(self) -> Node:
+        start = self.pos
+        c = self.peek(1)
+        if c.isdigit() and c != "0":
+            # \1..\99 are backreferences unless they are a 3-digit octal escape
+            m = re.compile(r"\\([0-7]{3})").match(self.text, self.pos)
+            if m and int(m.group(1), 8) <= 0o377:
+                self.pos = m.end()
+                code = int(m.group(1), 8)
+                return self.finish_chars(((code, code),), start)
+            m = re.compile(r"\\\d{1,2}").match(self.text, self.pos)
+            assert m is not None
+            raise self.error_unsupported("backreference", start, m.end())
+        if c in _CATEGORY_LETTERS:
+            self.pos += 2
+            return self.finish_chars(cs.category(c, bool(self.flags & re.ASCII)), start)
+        code = self.escape_code(in_class=False)
+        return self.finish_chars(((code, code),), start)
+
+    def escape_code(self, in_class: bool) -> int:
+        """Consume an escape that denotes one code point and return it."""
+        start = self.pos
+        c = self.peek(1)
+        self.pos += 2
+        if c in _SIMPLE_ESCAPES:
+            return _SIMPLE_ESCAPES[c]
+        if in_class and c == "b":
+            return 8
+        if c == "x":
+            code = int(self.text[self.pos:self.pos + 2], 16)
+            self.pos += 2
+            return code
+        if c == "u":
+            code = int(self.text[self.pos:self.pos + 4], 16)
+            self.pos += 4
+            return code
+        if c == "U":
+            code = int(self.text[self.pos:self.pos + 8], 16)
+            self.pos += 8
+            return code
+        if c == "N":
+            end = self.text.index("}", self.pos)
+            name = self.text[self.pos + 1:end]
+            self.pos = end + 1
+            return ord(unicodedata.lookup(name))
+        if c == "0" or (in_class and c in "1234567"):
+            m = re.compile(r"[0-7]{0,2}").match(self.text, self.pos)
+            assert m is not None
+            self.pos = m.end()
+            return int(c + m.group(0), 8)
+        if c.isascii() and c.isalnum():  # pragma: no cover - re.compile rejects these
+            raise InvalidSyntax(f"bad escape \\{c}", self.text, (start, self.pos))
+        return ord(c)
+
+    def char_class(self) -> Chars:
+        start = self.pos
+        self.pos += 1
+        negate = False
+        if self.peek() == "^":
+            negate = True
+            self.pos += 1
+        ranges: list[tuple[int, int]] = []
+        first = True
+        while True:
+            c = self.peek()
+            if c == "]" and not first:
+                self.pos += 1
+                break
+            first = False
+            if c == "\\" and self.peek(1) in _CATEGORY_LETTERS:
+                ranges.extend(cs.category(self.peek(1), bool(self.flags & re.ASCII)))
+                self.pos += 2
+                continue
+            lo = self.class_code()
+            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+                self.pos += 1
+                hi = self.class_code()
+                ranges.append((lo, hi))
+            else:
+                ranges.append((lo, lo))
+        charset = cs.normalize(ranges)
+        if negate:
+            charset = cs.complement(charset)
+        return self.finish_chars(charset, start)
+
+    def class_code(self) -> int:
+        c = self.peek()
+        if c == "\\":
+            return self.escape_code(in_class=True)
+        self.pos += 1
+        return ord(c)
