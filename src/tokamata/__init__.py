@@ -5,7 +5,7 @@ trie it yields, at each decoding step, the exact set of tokens that keep the out
 extendable to a full match.
 
 >>> import tokamata
->>> vocab = tokamata.Vocabulary.from_token_bytes([b"Y", b"es", b"No", b"Yes"], eos_token_ids=[4], size=5)
+>>> vocab = tokamata.Vocabulary.from_token_bytes([b"Y", b"es", b"No", b"Yes", None], eos_token_ids=[4])
 >>> m = tokamata.compile_regex("Yes|No", vocab).matcher()
 >>> m.allowed_tokens().tolist()
 [0, 2, 3]

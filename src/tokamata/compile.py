@@ -71,7 +71,7 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constrai
     non-regular features (with their span), :class:`LimitExceeded` for blow-ups.
 
     >>> import tokamata
-    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab"], eos_token_ids=[3], size=4)
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
     >>> m = tokamata.compile_regex("a+b", vocab).matcher()
     >>> m.allowed_tokens().tolist()
     [0, 2]
