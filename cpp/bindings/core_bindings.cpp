@@ -126,7 +126,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<MatcherCore>(m, "MatcherCore")
       .def(nb::init<std::shared_ptr<RegexCore>>(), "core"_a)
-      .def("fill_bitmask", &fill_one, "bitmask"_a, "index"_a)
+      .def("fill_bitmask", &fill_one, "bitmask"_a.noconvert(), "index"_a)
       .def("consume", [](MatcherCore& m, int32_t token) {
         const TokenRow* row = row_of(m);
         return static_cast<int32_t>(m.consume(token, *row));
@@ -168,5 +168,5 @@ NB_MODULE(_core, m) {
       matchers[i]->fill(*row, reinterpret_cast<uint32_t*>(bitmask.data()) + indices.data()[i] * bitmask.shape(1),
                         static_cast<int64_t>(bitmask.shape(1)));
     }
-  }, "matchers"_a, "bitmask"_a, "indices"_a);
+  }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a);
 }

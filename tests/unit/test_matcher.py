@@ -1,0 +1,222 @@
+"""The Matcher / Constraint API surface: consume, rollback, EOS, copies, bitmask buffers,
+padding, argument errors, and thread safety. Small vocabularies here; real ones in property/."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import tokamata
+
+TOKENS = [b"a", b"b", b"ab", b"abc", None, b"c", b"\xc3", b"\xa9", "é".encode(), b"", b"ca"]
+EOS = 4
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return tokamata.Vocabulary.from_token_bytes(TOKENS, eos_token_ids=[EOS], size=70)
+
+
+def allowed(m):
+    return m.allowed_tokens().tolist()
+
+
+def test_allowed_consume_and_eos(vocab):
+    m = tokamata.compile_regex("a+b?c|é", vocab).matcher()
+    assert allowed(m) == [0, 2, 3, 6, 8]  # b"\xc3" alone can still become "é"
+    assert not m.is_accepting()
+    assert m.consume(0)
+    assert allowed(m) == [0, 1, 2, 3, 5]
+    assert not m.consume(10)  # "ca" would leave the language; state unchanged
+    assert allowed(m) == [0, 1, 2, 3, 5]
+    assert m.consume(3)       # "abc": output "aabc" is a full match
+    assert m.is_accepting() and allowed(m) == [EOS]
+    assert not m.consume(0)
+    assert m.consume(EOS) and m.is_terminated()
+    assert allowed(m) == [] and not m.consume(EOS)
+
+
+def test_partial_utf8_tokens(vocab):
+    m = tokamata.compile_regex("é", vocab).matcher()
+    assert m.consume(6)                    # first byte of "é"
+    assert allowed(m) == [7]               # only its continuation byte
+    assert not m.is_accepting()
+    assert m.consume(7) and m.is_accepting()
+
+
+def test_rollback_and_copy(vocab):
+    m = tokamata.compile_regex("(ab|c)*", vocab).matcher()
+    assert m.consume_many([2, 5, 2, 1, 0]) == 3  # "b" cannot follow "abcab"
+    assert m.num_consumed == 3
+    snapshot = allowed(m)
+    twin = m.copy()
+    assert m.consume(EOS) and m.is_terminated()
+    m.rollback(1)
+    assert not m.is_terminated() and allowed(m) == snapshot
+    m.rollback(3)
+    assert m.num_consumed == 0 and allowed(m) == allowed(tokamata.compile_regex("(ab|c)*", vocab).matcher())
+    assert twin.num_consumed == 3 and allowed(twin) == snapshot
+    with pytest.raises(tokamata.InvalidArgument):
+        m.rollback(1)
+    with pytest.raises(tokamata.InvalidArgument):
+        m.rollback(-1)
+
+
+def test_padding_and_special_tokens_never_allowed(vocab):
+    m = tokamata.compile_regex("(?s).*", vocab).matcher()
+    ids = allowed(m)
+    assert EOS in ids
+    assert 9 not in ids                       # empty token
+    assert all(t < len(TOKENS) for t in ids)  # padded ids 11..69 never
+    bitmask = np.full((2, 3), -1, dtype=np.int32)
+    m.fill_bitmask(bitmask, 1)
+    assert (bitmask[0] == -1).all()           # other rows untouched
+    bits = np.unpackbits(bitmask[1].view(np.uint8), bitorder="little")
+    assert np.flatnonzero(bits).tolist() == ids
+
+
+def test_bitmask_wider_than_vocab_is_cleared(vocab):
+    m = tokamata.compile_regex("a", vocab).matcher()
+    bitmask = np.full((1, 10), -1, dtype=np.int32)
+    m.fill_bitmask(bitmask)
+    assert bitmask[0, 3:].tolist() == [0] * 7
+    assert bitmask[0, 0] == (1 << 0)
+
+
+@pytest.mark.parametrize("bad,message", [
+    (np.zeros((1, 3), dtype=np.int64), "int32"),
+    (np.zeros((3,), dtype=np.int32), "2-D"),
+    (np.zeros((1, 2), dtype=np.int32), "words per row"),
+    (np.zeros((3, 1, 3), dtype=np.int32), "2-D"),
+    (np.zeros((1, 6), dtype=np.int32)[:, ::2], "contiguous"),
+    ([[0, 0, 0]], "numpy array or torch tensor"),
+])
+def test_bad_bitmask_buffers(vocab, bad, message):
+    m = tokamata.compile_regex("a", vocab).matcher()
+    with pytest.raises(tokamata.InvalidArgument, match=message):
+        m.fill_bitmask(bad)
+
+
+def test_read_only_bitmask_and_bad_index(vocab):
+    m = tokamata.compile_regex("a", vocab).matcher()
+    frozen = np.zeros((1, 3), dtype=np.int32)
+    frozen.flags.writeable = False
+    with pytest.raises(tokamata.InvalidArgument, match="read-only"):
+        m.fill_bitmask(frozen)
+    with pytest.raises(tokamata.InvalidArgument, match="index"):
+        m.fill_bitmask(np.zeros((2, 3), dtype=np.int32), 2)
+    with pytest.raises(tokamata.InvalidArgument, match="index"):
+        m.fill_bitmask(np.zeros((2, 3), dtype=np.int32), -1)
+
+
+@pytest.mark.parametrize("token", [-1, 70, 10**12, "a", 1.5, None, True])
+def test_invalid_token_ids(vocab, token):
+    m = tokamata.compile_regex("a", vocab).matcher()
+    with pytest.raises(tokamata.InvalidArgument):
+        m.consume(token)
+    assert m.num_consumed == 0
+
+
+def test_numpy_integer_tokens_accepted(vocab):
+    m = tokamata.compile_regex("ab", vocab).matcher()
+    assert m.consume(np.int64(0)) and m.consume(np.int32(1))
+    assert m.is_accepting()
+
+
+def test_empty_language_and_bad_arguments(vocab):
+    with pytest.raises(tokamata.InvalidSyntax):
+        tokamata.compile_regex("[^\\x00-\\U0010ffff]", vocab)
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.compile_regex("a", vocab, limits={"max_dfa_states": 3})
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.compile_regex("a", object())
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.allocate_bitmask(0, 10)
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.allocate_bitmask(1, -5)
+
+
+def test_apply_bitmask_numpy(vocab):
+    m = tokamata.compile_regex("a|b", vocab).matcher()
+    bitmask = tokamata.allocate_bitmask(1, vocab.size)
+    m.fill_bitmask(bitmask)
+    logits = np.zeros((1, vocab.size), dtype=np.float32)
+    tokamata.apply_bitmask(logits, bitmask)
+    assert np.flatnonzero(np.isfinite(logits[0])).tolist() == [0, 1]
+    flat = np.zeros(vocab.size, dtype=np.float32)
+    tokamata.apply_bitmask(flat, bitmask[0])
+    assert np.flatnonzero(np.isfinite(flat)).tolist() == [0, 1]
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.apply_bitmask(np.zeros((2, vocab.size), dtype=np.float32), bitmask)
+
+
+def test_torch_tensors():
+    torch = pytest.importorskip("torch")
+    vocab = tokamata.Vocabulary.from_token_bytes(TOKENS, eos_token_ids=[EOS], size=70)
+    m = tokamata.compile_regex("a|b", vocab).matcher()
+    bitmask = torch.zeros((2, 3), dtype=torch.int32)
+    m.fill_bitmask(bitmask, 1)
+    assert bitmask[0].tolist() == [0, 0, 0] and bitmask[1, 0].item() == 0b11
+    logits = torch.zeros((2, 70))
+    tokamata.apply_bitmask(logits, bitmask)
+    assert torch.isinf(logits[0]).all()
+    assert torch.isfinite(logits[1]).nonzero().flatten().tolist() == [0, 1]
+    with pytest.raises(tokamata.InvalidArgument, match="int32"):
+        m.fill_bitmask(torch.zeros((1, 3), dtype=torch.int64))
+    with pytest.raises(tokamata.InvalidArgument, match="contiguous"):
+        m.fill_bitmask(torch.zeros((3, 2), dtype=torch.int32).t())
+    assert m.consume(torch.tensor(0))
+
+
+def test_lazy_limit_during_decoding(vocab):
+    """The blow-up is caught when decoding reaches it, with the limit named."""
+    import itertools
+
+    words = [bytes(w) for n in range(1, 6) for w in itertools.product(b"ab", repeat=n)]
+    small = tokamata.Vocabulary.from_token_bytes(words + [None], eos_token_ids=[len(words)])
+    c = tokamata.compile_regex(r"(a|b)*a(a|b){30}", small, limits=tokamata.Limits(max_dfa_states=500))
+    m = c.matcher()
+    with pytest.raises(tokamata.LimitExceeded) as info:
+        for i in range(40):
+            assert m.consume(len(words) - 1 - i % 7)
+    assert info.value.limit == "max_dfa_states"
+
+
+def test_threads_share_a_constraint():
+    from real_tokenizers import llama3
+
+    tok = llama3()
+    constraint = tokamata.compile_regex(r"[a-z ]{1,40}\.", tok.vocab)
+    text_ids = tok.encode("the quick brown fox jumps over the dog.")
+    errors = []
+
+    def run():
+        try:
+            for _ in range(20):
+                m = constraint.matcher()
+                bitmask = tokamata.allocate_bitmask(1, tok.vocab.size)
+                for t in text_ids:
+                    m.fill_bitmask(bitmask)
+                    assert (bitmask[0, t >> 5] >> (t & 31)) & 1
+                    assert m.consume(t)
+                assert m.is_accepting()
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_import_is_light():
+    import subprocess
+    import sys
+
+    code = "import sys, tokamata; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
