@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from bisect import bisect_left, bisect_right
 from typing import Iterable, Tuple
 
@@ -93,9 +94,20 @@ def _runs_matching(pattern: str, flags: int) -> CharSet:
     return tuple((m.start(), m.end() - 1) for m in compiled.finditer(text))
 
 
+@functools.lru_cache(maxsize=None)
 def category(name: str, ascii_only: bool) -> CharSet:
     """``\\d``, ``\\w``, ``\\s`` (lower case) or their complements (upper case)."""
-    base = _runs_matching("\\" + name.lower(), re.ASCII if ascii_only else 0)
+    base = None
+    if not ascii_only:
+        from . import unicode_tables
+
+        if unicode_tables.UNICODE_VERSION == unicodedata.unidata_version:
+            base = tuple(unicode_tables.TABLES[name.lower()])
+    if base is None and ascii_only:
+        pattern = re.compile("\\" + name.lower(), re.ASCII)
+        base = normalize((c, c) for c in range(128) if pattern.fullmatch(chr(c)))
+    if base is None:
+        base = _runs_matching("\\" + name.lower(), 0)
     return complement(base) if name.isupper() else base
 
 

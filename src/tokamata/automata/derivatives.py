@@ -244,8 +244,7 @@ def cuts(node: Expr) -> Tuple[int, ...]:
         mask = node.args[0]
         result = tuple(b for b in range(1, 256) if ((mask >> b) & 1) != ((mask >> (b - 1)) & 1))
     elif kind == _UTF8:
-        derived = [derivative(node, b) for b in range(256)]
-        result = tuple(b for b in range(1, 256) if derived[b] is not derived[b - 1])
+        result = _utf8_cuts(node.args[0], node.args[1])
     elif kind == _CONCAT:
         first, second = node.args
         result = cuts(first)
@@ -260,6 +259,43 @@ def cuts(node: Expr) -> Tuple[int, ...]:
         result = cuts(node.args[0])
     node._cuts = result
     return result
+
+
+def _utf8_cuts(charset: cs.CharSet, pending: int) -> Tuple[int, ...]:
+    """Byte classes of a UTF-8 leaf, from interval arithmetic (no nodes are built): bytes
+    whose continuation set is empty, or the full interval, group into runs; a byte leading
+    to a proper subset gets a class of its own."""
+    outcome: list = [None] * 256  # None: nothing; "full-k": any k continuation bytes; else unique
+    if pending == 0:
+        for lo, hi in charset:
+            if lo >= 0x80:
+                break
+            for b in range(lo, min(hi, 0x7F) + 1):
+                outcome[b] = "ascii"
+        for lead_lo, lead_hi, count, valid_lo, valid_hi in _LEAD_RANGES:
+            width = 1 << (6 * count)
+            for b in range(lead_lo, lead_hi + 1):
+                interval_lo = (b & (0x3F >> count)) * width
+                lo, hi = max(interval_lo, valid_lo), min(interval_lo + width - 1, valid_hi)
+                outcome[b] = _coverage(charset, lo, hi, (lo, hi) == (interval_lo, interval_lo + width - 1), count, b)
+    else:
+        prefix = charset[0][0] >> (6 * pending)
+        width = 1 << (6 * (pending - 1))
+        for b in range(0x80, 0xC0):
+            lo = ((prefix << 6) | (b & 0x3F)) * width
+            outcome[b] = _coverage(charset, lo, lo + width - 1, True, pending - 1, b)
+    return tuple(b for b in range(1, 256) if outcome[b] != outcome[b - 1])
+
+
+def _coverage(charset: cs.CharSet, lo: int, hi: int, aligned: bool, remaining: int, byte: int):
+    sub = cs.intersect(charset, lo, hi)
+    if not sub:
+        return None
+    if remaining == 0:
+        return "end"
+    if aligned and sub == ((lo, hi),):
+        return f"full-{remaining}"
+    return byte  # a proper subset: its own class
 
 
 def is_ascii_only(node: Expr) -> bool:

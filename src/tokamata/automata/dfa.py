@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 import time
-from bisect import bisect_right
 
 import numpy as np
 
@@ -74,6 +73,7 @@ class LazyByteDfa:
             class_map[start:] = k
         self.class_map = class_map
         self._class_of = class_map.tolist()
+        self._class_starts_array = np.asarray(self.class_starts)
         self.states: list[d.Expr] = [] if root is d.NOTHING else [root]
         self._index: dict[int, int] = {root.id: 0} if self.states else {}
         self._rows: list[list[int] | None] = [None] * len(self.states)
@@ -135,7 +135,8 @@ class LazyByteDfa:
             if len(own_starts) == 1:
                 row = own_targets * self.num_classes
             else:
-                row = [own_targets[bisect_right(own_starts, start) - 1] for start in self.class_starts]
+                which = np.searchsorted(np.asarray(own_starts), self._class_starts_array, side="right") - 1
+                row = np.asarray(own_targets, dtype=np.int32)[which].tolist()
             self._rows[state] = row
             self._elapsed += time.perf_counter() - started
             if self._elapsed > self.limits.max_compile_seconds:
