@@ -15,6 +15,7 @@ LazyDfa::LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_stat
   }
   blocks_.resize(static_cast<size_t>(max_states / kBlockStates + 1));
   accepting_.reserve(static_cast<size_t>(max_states));
+  expanded_.reserve(static_cast<size_t>(max_states));
 }
 
 void LazyDfa::add_states(const uint8_t* accepting, int32_t count) {
@@ -27,6 +28,7 @@ void LazyDfa::add_states(const uint8_t* accepting, int32_t count) {
       std::fill_n(block.get(), static_cast<size_t>(kBlockStates) * num_classes_, kUnknown);
     }
     accepting_.push_back(accepting[i]);
+    expanded_.push_back(0);
   }
   num_states_ += count;
 }
@@ -38,29 +40,36 @@ void LazyDfa::set_row(int32_t state, const int32_t* targets) {
     if (targets[c] < kDead || targets[c] >= num_states_) throw std::invalid_argument("set_row: bad target");
     row[c] = targets[c];
   }
+  expanded_[state] = 1;
 }
 
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row) {
-  const auto& nodes = trie.nodes();
+  // Seed 001's non-recursive walk. The stack holds the DFA row of each open trie level; a
+  // state is expanded only when one of its trie children is visited (it is pushed).
+  const TrieNode* nodes = trie.nodes().data();
+  const size_t n = trie.nodes().size();
   const int32_t* token_ids = trie.token_ids().data();
+  const uint8_t* class_map = dfa.class_map();
   uint32_t* bits = row.bits.data();
-  std::vector<int32_t> stack(static_cast<size_t>(trie.max_depth()) + 2);
+  std::vector<const int32_t*> stack(static_cast<size_t>(trie.max_depth()) + 2);
   int32_t top = 0;
-  stack[0] = state;
-  const size_t n = nodes.size();
+  stack[0] = dfa.row(state);
   size_t p = 1;
   int32_t allowed = 0;
   while (p < n) {
     const TrieNode& node = nodes[p];
-    const int32_t next = dfa.step(stack[top], node.byte);
+    const int32_t next = stack[top][class_map[node.byte]];
     if (next >= 0) {
       for (int32_t k = 0; k < node.token_count; ++k) {
         const int32_t t = token_ids[node.token_begin + k];
         bits[t >> 5] |= 1u << (t & 31);
         ++allowed;
       }
-      stack[++top] = next;
-      top -= node.subtree_size > 1 ? 0 : node.num_parents;
+      if (node.subtree_size > 1) {
+        stack[++top] = dfa.row(next);
+      } else {
+        top -= node.num_parents - 1;
+      }
       p += 1;
     } else {
       p += node.subtree_size;

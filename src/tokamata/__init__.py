@@ -20,13 +20,13 @@ from .compile import Constraint, compile_regex
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
                      Unsupported, VocabularyError)
 from .limits import Limits
-from .matcher import Matcher
+from .matcher import Matcher, fill_bitmasks
 from .vocab import Vocabulary
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "allocate_bitmask", "apply_bitmask",
+    "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
     "InvalidArgument",
 ]

@@ -11,14 +11,14 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from .bitmask import check_bitmask
 from .errors import InvalidArgument
 
-__all__ = ["Matcher"]
+__all__ = ["Matcher", "fill_bitmasks"]
 
 
 class Matcher:
@@ -97,6 +97,29 @@ class Matcher:
     def __repr__(self) -> str:
         return (f"Matcher(consumed={self._core.history_length}, accepting={self.is_accepting()}, "
                 f"terminated={self.is_terminated()})")
+
+
+def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] | None = None) -> None:
+    """Fill row ``indices[i]`` (default ``i``) of ``bitmask`` for each matcher, in one call
+    that releases the GIL for the whole batch.
+
+    Example::
+
+        tokamata.fill_bitmasks([m0, m1], bitmask)   # rows 0 and 1
+    """
+    from . import _core
+
+    matchers = list(matchers)
+    rows = np.arange(len(matchers), dtype=np.int32) if indices is None else np.asarray(indices, dtype=np.int32)
+    if rows.shape != (len(matchers),):
+        raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0] if rows.ndim else rows} for {len(matchers)}")
+    for m in matchers:
+        if not isinstance(m, Matcher):
+            raise InvalidArgument(f"fill_bitmasks takes Matcher objects, got {type(m).__name__}")
+        check_bitmask(bitmask, m.constraint.vocab_size)
+    if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
+        raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})")
+    _core.fill_bitmasks([m._core for m in matchers], bitmask, rows)
 
 
 def _token(token_id, vocab_size: int) -> int:

@@ -220,3 +220,21 @@ def test_import_is_light():
     code = "import sys, tokamata; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_fill_bitmasks_batch(vocab):
+    c1 = tokamata.compile_regex("a|b", vocab)
+    c2 = tokamata.compile_regex("c", vocab)
+    m1, m2 = c1.matcher(), c2.matcher()
+    bitmask = tokamata.allocate_bitmask(3, vocab.size)
+    tokamata.fill_bitmasks([m1, m2], bitmask, [2, 0])
+    single = tokamata.allocate_bitmask(3, vocab.size)
+    m1.fill_bitmask(single, 2)
+    m2.fill_bitmask(single, 0)
+    assert (bitmask == single).all() and bitmask[1].sum() == 0
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.fill_bitmasks([m1], bitmask, [3])
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.fill_bitmasks([m1, m2], bitmask, [0])
+    with pytest.raises(tokamata.InvalidArgument):
+        tokamata.fill_bitmasks([m1], np.zeros((1, 1), dtype=np.int32))

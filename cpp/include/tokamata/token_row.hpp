@@ -56,6 +56,15 @@ class LazyDfa {
   }
   // Next state without expanding; kUnknown if not known.
   int32_t peek(int32_t state, uint8_t byte) const { return entry(state, class_map_[byte]); }
+  // The row of `state` (num_classes entries), expanding it first if needed.
+  const int32_t* row(int32_t state) {
+    if (!expanded_[state]) {
+      expand_(state);
+      if (!expanded_[state]) throw std::logic_error("expander did not set the row");
+    }
+    return blocks_[state / kBlockStates].get() + (state % kBlockStates) * num_classes_;
+  }
+  const uint8_t* class_map() const { return class_map_; }
 
   void add_states(const uint8_t* accepting, int32_t count);
   void set_row(int32_t state, const int32_t* targets);
@@ -72,6 +81,7 @@ class LazyDfa {
   int32_t num_states_ = 0;
   std::vector<std::unique_ptr<int32_t[]>> blocks_;  // sized once for max_states
   std::vector<uint8_t> accepting_;                  // reserved once for max_states
+  std::vector<uint8_t> expanded_;                   // reserved once for max_states
   Expander expand_;
 };
 
