@@ -36,7 +36,8 @@ std::shared_ptr<TokenTrie> make_trie(U8Array bytes, I64Array offsets, U8Array in
   return std::make_shared<TokenTrie>(bytes.data(), off, in_trie.data(), static_cast<int32_t>(n), vocab_size);
 }
 
-// Wraps a Python callable expand(state, known_states) -> (row: bytes of int32, accepting: bytes).
+// Wraps a Python callable expand(state, known_states) -> (row: bytes of int32, accepting: bytes
+// and structural keys: bytes of int64, both for the states it added).
 LazyDfa::Expander python_expander(nb::object expand, LazyDfa** target) {
   return [expand, target](int32_t state) {
     nb::gil_scoped_acquire acquire;
@@ -44,16 +45,23 @@ LazyDfa::Expander python_expander(nb::object expand, LazyDfa** target) {
     nb::tuple pair = nb::cast<nb::tuple>(result);
     nb::bytes row = nb::cast<nb::bytes>(pair[0]);
     nb::bytes accepting = nb::cast<nb::bytes>(pair[1]);
+    nb::bytes keys = nb::cast<nb::bytes>(pair[2]);
     LazyDfa* dfa = *target;
     if (row.size() != static_cast<size_t>(dfa->num_classes()) * 4) throw std::logic_error("expand: row of wrong size");
-    dfa->add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()), static_cast<int32_t>(accepting.size()));
+    if (keys.size() != accepting.size() * 8) throw std::logic_error("expand: one key per new state");
+    dfa->add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()),
+                    reinterpret_cast<const int64_t*>(keys.c_str()), static_cast<int32_t>(accepting.size()));
     dfa->set_row(state, reinterpret_cast<const int32_t*>(row.c_str()));
   };
 }
 
-std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, U8Array class_map, int32_t num_classes,
-                                           U8Array initial_accepting, I32Array eos_ids, int32_t max_states,
+using I64Keys = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
+                                           U8Array class_map, int32_t num_classes, U8Array initial_accepting,
+                                           I64Keys initial_keys, I32Array eos_ids, int32_t max_states,
                                            nb::object expand) {
+  if (initial_keys.shape(0) != initial_accepting.shape(0)) throw nb::value_error("one key per initial state");
   if (class_map.shape(0) != 256) throw nb::value_error("class_map must have 256 entries");
   auto slot = std::make_shared<LazyDfa*>(nullptr);
   LazyDfa::Expander inner = python_expander(expand, slot.get());
@@ -61,9 +69,9 @@ std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, U8Ar
   LazyDfa::Expander expander = [inner, slot](int32_t s) { inner(s); };
   auto dfa = std::make_unique<LazyDfa>(class_map.data(), num_classes, max_states, expander);
   *slot = dfa.get();
-  dfa->add_states(initial_accepting.data(), static_cast<int32_t>(initial_accepting.shape(0)));
+  dfa->add_states(initial_accepting.data(), initial_keys.data(), static_cast<int32_t>(initial_accepting.shape(0)));
   std::vector<int32_t> eos(eos_ids.data(), eos_ids.data() + eos_ids.shape(0));
-  return std::make_shared<RegexCore>(std::move(trie), std::move(dfa), std::move(eos));
+  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos));
 }
 
 const TokenRow* row_of(MatcherCore& m) {
@@ -109,9 +117,13 @@ NB_MODULE(_core, m) {
         return nb::make_tuple(byte, begin, count, subtree, parents, t.token_ids());
       });
 
+  nb::class_<SharedRowCache>(m, "SharedRowCache")
+      .def(nb::new_([](size_t max_rows) { return std::make_shared<SharedRowCache>(max_rows); }), "max_rows"_a)
+      .def_prop_ro("size", &SharedRowCache::size);
+
   nb::class_<RegexCore>(m, "RegexCore")
-      .def(nb::new_(&make_regex_core), "trie"_a, "class_map"_a, "num_classes"_a, "initial_accepting"_a,
-           "eos_ids"_a, "max_states"_a, "expand"_a)
+      .def(nb::new_(&make_regex_core), "trie"_a, "shared_rows"_a.none(), "class_map"_a, "num_classes"_a,
+           "initial_accepting"_a, "initial_keys"_a, "eos_ids"_a, "max_states"_a, "expand"_a)
       .def_prop_ro("num_states", &RegexCore::num_states)
       .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows)
       .def("row_bits", [](RegexCore& c, int32_t state) {
@@ -129,7 +141,13 @@ NB_MODULE(_core, m) {
       .def("fill_bitmask", &fill_one, "bitmask"_a.noconvert(), "index"_a)
       .def("consume", [](MatcherCore& m, int32_t token) {
         const TokenRow* row = row_of(m);
-        return static_cast<int32_t>(m.consume(token, *row));
+        ConsumeStatus status = m.consume(token, *row);
+        if (status == kNeedsExpansion) {
+          nb::gil_scoped_release release;
+          m.consume_expanding(token);
+          status = kAccepted;
+        }
+        return static_cast<int32_t>(status);
       })
       .def("rollback", &MatcherCore::rollback)
       .def("is_accepting", [](MatcherCore& m) { return row_of(m)->accepting || m.is_terminated(); })

@@ -43,9 +43,16 @@ ConsumeStatus MatcherCore::consume(int32_t token, const TokenRow& row) {
   }
   if (!((row.bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
   const int32_t next = core_->advance(state_, token);
+  if (next == kUnknown) return kNeedsExpansion;
   history_.push_back(state_);
   state_ = next;
   return kAccepted;
+}
+
+void MatcherCore::consume_expanding(int32_t token) {
+  const int32_t next = core_->advance_expanding(state_, token);
+  history_.push_back(state_);
+  state_ = next;
 }
 
 int32_t MatcherCore::rollback(int32_t n) {

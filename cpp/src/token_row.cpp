@@ -16,9 +16,10 @@ LazyDfa::LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_stat
   blocks_.resize(static_cast<size_t>(max_states / kBlockStates + 1));
   accepting_.reserve(static_cast<size_t>(max_states));
   expanded_.reserve(static_cast<size_t>(max_states));
+  keys_.reserve(static_cast<size_t>(max_states));
 }
 
-void LazyDfa::add_states(const uint8_t* accepting, int32_t count) {
+void LazyDfa::add_states(const uint8_t* accepting, const int64_t* keys, int32_t count) {
   if (count < 0 || num_states_ + count > max_states_) throw LimitError("max_dfa_states");
   for (int32_t i = 0; i < count; ++i) {
     const int32_t s = num_states_ + i;
@@ -29,6 +30,7 @@ void LazyDfa::add_states(const uint8_t* accepting, int32_t count) {
     }
     accepting_.push_back(accepting[i]);
     expanded_.push_back(0);
+    keys_.push_back(keys[i]);
   }
   num_states_ += count;
 }
@@ -79,9 +81,9 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
   row.num_allowed = allowed;
 }
 
-RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::unique_ptr<LazyDfa> dfa,
-                     std::vector<int32_t> eos_ids)
-    : trie_(std::move(trie)), dfa_(std::move(dfa)), eos_ids_(std::move(eos_ids)) {
+RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
+                     std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids)
+    : trie_(std::move(trie)), shared_(std::move(shared)), dfa_(std::move(dfa)), eos_ids_(std::move(eos_ids)) {
   for (int32_t e : eos_ids_) {
     if (e < 0 || e >= trie_->vocab_size()) throw std::invalid_argument("EOS id out of range");
   }
@@ -100,14 +102,31 @@ const TokenRow* RegexCore::cached_row(int32_t state) const {
 const TokenRow* RegexCore::compute_row(int32_t state) {
   std::lock_guard<std::mutex> compute_guard(compute_mu_);
   if (const TokenRow* row = cached_row(state)) return row;
-  auto row = std::make_unique<TokenRow>();
-  row->bits.assign(static_cast<size_t>(num_words()), 0u);
-  walk_trie(*trie_, *dfa_, state, *row);
-  row->accepting = dfa_->accepting(state);
+  const int64_t key = dfa_->key(state);
+  std::shared_ptr<const TokenRow> row = shared_ ? shared_->find(key) : nullptr;
+  if (!row) {
+    auto fresh = std::make_shared<TokenRow>();
+    fresh->bits.assign(static_cast<size_t>(num_words()), 0u);
+    walk_trie(*trie_, *dfa_, state, *fresh);
+    fresh->accepting = dfa_->accepting(state);
+    row = fresh;
+    if (shared_) shared_->insert(key, row);
+  }
   const TokenRow* published = row.get();
   std::lock_guard<std::mutex> guard(cache_mu_);
   rows_.emplace(state, std::move(row));
   return published;
+}
+
+int32_t RegexCore::advance_expanding(int32_t state, int32_t token) {
+  std::lock_guard<std::mutex> compute_guard(compute_mu_);
+  const uint8_t* data = trie_->token_data(token);
+  const int64_t len = trie_->token_length(token);
+  for (int64_t i = 0; i < len; ++i) {
+    state = dfa_->step(state, data[i]);
+    if (state < 0) throw std::logic_error("advance: token not allowed by the DFA");
+  }
+  return state;
 }
 
 int32_t RegexCore::advance(int32_t state, int32_t token) const {
@@ -115,7 +134,8 @@ int32_t RegexCore::advance(int32_t state, int32_t token) const {
   const int64_t len = trie_->token_length(token);
   for (int64_t i = 0; i < len; ++i) {
     state = dfa_->peek(state, data[i]);
-    if (state < 0) throw std::logic_error("advance: token not allowed or state not expanded");
+    if (state == kUnknown) return kUnknown;
+    if (state < 0) throw std::logic_error("advance: token not allowed by the DFA");
   }
   return state;
 }

@@ -22,12 +22,20 @@ class TokenTrie:
     def arrays(self) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
         """(byte, token_begin, token_count, subtree_size, num_parents, token_ids) per node."""
 
+class SharedRowCache:
+    """Token rows by structural state key, shared by the constraints of one vocabulary."""
+
+    def __init__(self, max_rows: int) -> None: ...
+    @property
+    def size(self) -> int: ...
+
 class RegexCore:
     """A lazily expanded byte DFA bound to a trie, with its per-state token rows."""
 
-    def __init__(self, trie: TokenTrie, class_map: npt.NDArray[np.uint8], num_classes: int,
-                 initial_accepting: npt.NDArray[np.uint8], eos_ids: npt.NDArray[np.int32],
-                 max_states: int, expand: Callable[[int, int], tuple[bytes, bytes]]) -> None: ...
+    def __init__(self, trie: TokenTrie, shared_rows: SharedRowCache | None, class_map: npt.NDArray[np.uint8],
+                 num_classes: int, initial_accepting: npt.NDArray[np.uint8], initial_keys: npt.NDArray[np.int64],
+                 eos_ids: npt.NDArray[np.int32], max_states: int,
+                 expand: Callable[[int, int], tuple[bytes, bytes, bytes]]) -> None: ...
     @property
     def num_states(self) -> int: ...
     @property

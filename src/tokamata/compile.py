@@ -2,7 +2,8 @@
 
 Invariants:
 - A :class:`Constraint` is immutable and thread-safe; matchers created from it share its
-  lazily built DFA and its cache of token rows (one per DFA state).
+  lazily built DFA and its cache of token rows (one per DFA state). Rows are also shared
+  across constraints over the same vocabulary, keyed by the state's expression.
 - Every error about the pattern is raised here, before any matcher exists; errors that
   depend on how far decoding goes (lazy states crossing ``Limits.max_dfa_states``) are
   raised by the matcher call that reaches them, as :class:`LimitExceeded`.
@@ -18,7 +19,7 @@ from .automata.lower import lower
 from .errors import InvalidArgument, InvalidSyntax
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.regex import parse_regex
-from .trie import core_trie
+from .trie import core_trie, shared_rows
 
 __all__ = ["compile_regex", "Constraint"]
 
@@ -41,8 +42,9 @@ class Constraint:
         self._dfa = dfa
         eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)
         self._core = _core.RegexCore(
-            core_trie(vocab), dfa.class_map, dfa.num_classes,
+            core_trie(vocab), shared_rows(vocab), dfa.class_map, dfa.num_classes,
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
+            np.asarray([dfa.key(0)], dtype=np.int64),
             eos, limits.max_dfa_states, dfa.expand_for_core)
 
     @property

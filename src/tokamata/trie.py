@@ -1,7 +1,10 @@
-"""The C++ token trie of a :class:`~tokamata.vocab.Vocabulary`, built once per vocabulary.
+"""Per-vocabulary C++ state: the token trie and the shared token-row cache.
 
-Invariant: the trie holds exactly the text tokens (non-empty bytes, not special, not
-padding); it is cached on the vocabulary object, which is immutable.
+Invariants: the trie holds exactly the text tokens (non-empty bytes, not special, not
+padding); it and the row cache are built once and cached on the vocabulary object, which is
+immutable. The row cache maps a DFA state's structural key (its expression's id) to its
+token row, so every constraint over this vocabulary that reaches the same expression (the
+inside of a string, say) reuses the row; it holds at most ``SHARED_ROWS_PER_VOCABULARY``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from . import _core
 
 _lock = threading.Lock()
 _ATTRIBUTE = "_tokamata_core_trie"
+_ROWS_ATTRIBUTE = "_tokamata_shared_rows"
+#: rows shared across the constraints of one vocabulary (each is ceil(V/32) * 4 bytes)
+SHARED_ROWS_PER_VOCABULARY = 1024
 
 
 def core_trie(vocab) -> "_core.TokenTrie":
@@ -33,3 +39,15 @@ def core_trie(vocab) -> "_core.TokenTrie":
             trie = _core.TokenTrie(data, offsets, in_trie, int(vocab.size))
             vocab.__dict__[_ATTRIBUTE] = trie
     return trie
+
+
+def shared_rows(vocab) -> "_core.SharedRowCache":
+    """The (cached) cross-constraint token-row cache of ``vocab``."""
+    cache = vocab.__dict__.get(_ROWS_ATTRIBUTE)
+    if cache is None:
+        with _lock:
+            cache = vocab.__dict__.get(_ROWS_ATTRIBUTE)
+            if cache is None:
+                cache = _core.SharedRowCache(SHARED_ROWS_PER_VOCABULARY)
+                vocab.__dict__[_ROWS_ATTRIBUTE] = cache
+    return cache

@@ -238,3 +238,26 @@ def test_fill_bitmasks_batch(vocab):
         tokamata.fill_bitmasks([m1, m2], bitmask, [0])
     with pytest.raises(tokamata.InvalidArgument):
         tokamata.fill_bitmasks([m1], np.zeros((1, 1), dtype=np.int32))
+
+
+def test_rows_shared_across_constraints_by_structure():
+    """A second constraint reaching the same expression reuses the row (no new walk) and
+    still consumes exactly, expanding its own DFA along the token."""
+    from tokamata.automata.reference import reference_allowed
+    from tokamata.trie import shared_rows
+
+    words = [b"x", b'"', b"a", b"ab", b'a"', b'"a', b"\\", None]
+    vocab = tokamata.Vocabulary.from_token_bytes(words, eos_token_ids=[7])
+    cache = shared_rows(vocab)
+    first = tokamata.compile_regex(r'"[a-b]*"', vocab).matcher()
+    assert first.consume(1)  # '"'
+    inside = first.allowed_tokens().tolist()
+    before = cache.size
+    second = tokamata.compile_regex(r'x"[a-b]*"', vocab)
+    m = second.matcher()
+    assert m.consume(0) and m.consume(5)  # 'x' then '"a': now inside the same string state
+    assert cache.size >= before
+    assert m.allowed_tokens().tolist() == inside
+    assert m.allowed_tokens().tolist() == reference_allowed(second._dfa, vocab, m._core.state).tolist()
+    assert m.consume(3) and m.consume(4)  # "ab" then 'a"'
+    assert m.is_accepting()

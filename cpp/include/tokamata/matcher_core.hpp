@@ -16,7 +16,9 @@
 
 namespace tokamata {
 
-enum ConsumeStatus : int32_t { kAccepted = 0, kRefused = 1, kOutOfRange = 2 };
+// kNeedsExpansion: allowed, but the DFA must be expanded along the token first; call
+// consume_expanding (without the GIL). The matcher is unchanged.
+enum ConsumeStatus : int32_t { kAccepted = 0, kRefused = 1, kOutOfRange = 2, kNeedsExpansion = 3 };
 
 class MatcherCore {
  public:
@@ -28,6 +30,7 @@ class MatcherCore {
 
   void fill(const TokenRow& row, uint32_t* out, int64_t num_words) const;
   ConsumeStatus consume(int32_t token, const TokenRow& row);
+  void consume_expanding(int32_t token);  // after kNeedsExpansion; without the GIL
   int32_t rollback(int32_t n);  // returns how many were undone (n, or fewer if history is short)
   bool accepting_now() const;
   bool is_terminated() const { return terminated_; }

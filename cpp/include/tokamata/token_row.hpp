@@ -12,6 +12,10 @@
 // - Rows are computed once per state and never change; they are published under cache_mu_.
 //   Computing takes compute_mu_; callers must not hold the Python GIL while waiting for it
 //   (the expand callback re-acquires the GIL).
+// - A row depends only on the trie and on the state's expression, so rows are also shared
+//   across constraints through the vocabulary's SharedRowCache, keyed by the expression's
+//   structural id (state_keys). A state whose row came from there may still be unexpanded;
+//   consume then expands along the token (advance_expanding, under compute_mu_).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -66,7 +70,8 @@ class LazyDfa {
   }
   const uint8_t* class_map() const { return class_map_; }
 
-  void add_states(const uint8_t* accepting, int32_t count);
+  void add_states(const uint8_t* accepting, const int64_t* keys, int32_t count);
+  int64_t key(int32_t state) const { return keys_[state]; }
   void set_row(int32_t state, const int32_t* targets);
 
  private:
@@ -82,6 +87,7 @@ class LazyDfa {
   std::vector<std::unique_ptr<int32_t[]>> blocks_;  // sized once for max_states
   std::vector<uint8_t> accepting_;                  // reserved once for max_states
   std::vector<uint8_t> expanded_;                   // reserved once for max_states
+  std::vector<int64_t> keys_;                       // structural key per state, reserved once
   Expander expand_;
 };
 
@@ -91,10 +97,35 @@ struct TokenRow {
   int32_t num_allowed = 0;
 };
 
+// Rows by structural state key, shared by every constraint over one vocabulary. Bounded:
+// once full, new rows are not added (existing ones stay valid; holders keep them alive).
+class SharedRowCache {
+ public:
+  explicit SharedRowCache(size_t max_rows) : max_rows_(max_rows) {}
+  std::shared_ptr<const TokenRow> find(int64_t key) const {
+    std::lock_guard<std::mutex> guard(mu_);
+    auto it = rows_.find(key);
+    return it == rows_.end() ? nullptr : it->second;
+  }
+  void insert(int64_t key, std::shared_ptr<const TokenRow> row) {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (rows_.size() < max_rows_) rows_.emplace(key, std::move(row));
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> guard(mu_);
+    return rows_.size();
+  }
+
+ private:
+  size_t max_rows_;
+  mutable std::mutex mu_;
+  std::unordered_map<int64_t, std::shared_ptr<const TokenRow>> rows_;
+};
+
 class RegexCore {
  public:
-  RegexCore(std::shared_ptr<const TokenTrie> trie, std::unique_ptr<LazyDfa> dfa,
-            std::vector<int32_t> eos_ids);
+  RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
+            std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids);
 
   const TokenTrie& trie() const { return *trie_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
@@ -105,18 +136,22 @@ class RegexCore {
   const TokenRow* cached_row(int32_t state) const;
   // Computes (or waits for) the row. Must be called without the GIL.
   const TokenRow* compute_row(int32_t state);
-  // State after `token` from `state` whose row exists and allows it.
+  // State after `token` (allowed by the row of `state`) without expanding anything;
+  // kUnknown if a state on the way is not expanded yet.
   int32_t advance(int32_t state, int32_t token) const;
+  // The same, expanding as needed. Must be called without the GIL.
+  int32_t advance_expanding(int32_t state, int32_t token);
   size_t num_cached_rows() const;
   int32_t num_states() const { return dfa_->num_states(); }
 
  private:
   std::shared_ptr<const TokenTrie> trie_;
+  std::shared_ptr<SharedRowCache> shared_;
   std::unique_ptr<LazyDfa> dfa_;
   std::vector<int32_t> eos_ids_;
   mutable std::mutex cache_mu_;
   std::mutex compute_mu_;
-  std::unordered_map<int32_t, std::unique_ptr<TokenRow>> rows_;
+  std::unordered_map<int32_t, std::shared_ptr<const TokenRow>> rows_;
 };
 
 // The trie walk: allowed tokens from `state` into `row` (seed 001's non-recursive walk).

@@ -143,12 +143,19 @@ class LazyByteDfa:
                 raise LimitExceeded("max_compile_seconds", round(self._elapsed, 3), self.limits.max_compile_seconds)
             return row
 
-    def expand_for_core(self, state: int, known_states: int) -> tuple[bytes, bytes]:
-        """The C++ core's callback: the row as int32 bytes, and the accepting flags of the
-        states it does not know yet (``states[known_states:]``)."""
+    def expand_for_core(self, state: int, known_states: int) -> tuple[bytes, bytes, bytes]:
+        """The C++ core's callback: the row as int32 bytes, then the accepting flags and the
+        structural keys (expression ids, int64) of the states it does not know yet
+        (``states[known_states:]``)."""
         row = self.expand(state)
-        accepting = bytes(1 if n.nullable else 0 for n in self.states[known_states:])
-        return np.asarray(row, dtype=np.int32).tobytes(), accepting
+        new = self.states[known_states:]
+        accepting = bytes(1 if n.nullable else 0 for n in new)
+        keys = np.fromiter((n.id for n in new), dtype=np.int64, count=len(new)).tobytes()
+        return np.asarray(row, dtype=np.int32).tobytes(), accepting, keys
+
+    def key(self, state: int) -> int:
+        """Structural identity of ``state``: the id of its interned expression."""
+        return self.states[state].id
 
     def explore(self) -> int:
         """Expand every reachable state (bounded by the limits); returns the state count."""
