@@ -19,8 +19,12 @@ TokenTrie::TokenTrie(const uint8_t* token_bytes, const int64_t* offsets, const u
   std::vector<int32_t> order;
   order.reserve(num_tokens);
   for (int32_t t = 0; t < num_tokens; ++t) {
-    if (in_trie_[t] && token_length(t) > 0) order.push_back(t);
-    else in_trie_[t] = 0;
+    if (in_trie_[t] && token_length(t) > 0) {
+      if (token_length(t) > kMaxTokenBytes) throw std::invalid_argument("a token is longer than 65,000 bytes");
+      order.push_back(t);
+    } else {
+      in_trie_[t] = 0;
+    }
   }
   auto less = [this](int32_t a, int32_t b) {
     const int64_t la = token_length(a), lb = token_length(b);
@@ -55,6 +59,7 @@ TokenTrie::TokenTrie(const uint8_t* token_bytes, const int64_t* offsets, const u
       path.push_back(static_cast<int32_t>(nodes_.size() - 1));
     }
     node_tokens[path[len]].push_back(t);
+    if (node_tokens[path[len]].size() > 0xFFFF) throw std::invalid_argument("more than 65,535 tokens share the same bytes");
     max_depth_ = std::max<int32_t>(max_depth_, static_cast<int32_t>(len));
   }
   const int32_t n = static_cast<int32_t>(nodes_.size());

@@ -32,12 +32,11 @@ class Limits:
     max_regex_nodes: int = 50_000
     #: nesting depth of groups and quantifiers
     max_nesting_depth: int = 200
-    #: byte-level DFA states built (lazily) for one constraint
-    max_dfa_states: int = 2_000
+    #: byte-level DFA states built (lazily) for one constraint; each state decoding reaches
+    #: also holds one token row of ceil(V/32) * 4 bytes
+    max_dfa_states: int = 10_000
     #: wall-clock seconds spent building automaton states for one constraint, in total
     max_compile_seconds: float = 10.0
-    #: cached token rows per constraint (each is a vocabulary-sized bitset)
-    max_cached_rows: int = 100_000
 
     def __post_init__(self) -> None:
         for name, value in self.__dict__.items():

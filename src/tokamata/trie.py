@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from . import _core
+from .errors import VocabularyError
 
 _lock = threading.Lock()
 _ATTRIBUTE = "_tokamata_core_trie"
@@ -36,7 +37,10 @@ def core_trie(vocab) -> "_core.TokenTrie":
             np.cumsum(lengths, out=offsets[1:])
             data = np.frombuffer(b"".join(t for t in tokens if t), dtype=np.uint8)
             in_trie = (lengths > 0).astype(np.uint8)
-            trie = _core.TokenTrie(data, offsets, in_trie, int(vocab.size))
+            try:
+                trie = _core.TokenTrie(data, offsets, in_trie, int(vocab.size))
+            except ValueError as error:
+                raise VocabularyError(f"cannot index this vocabulary: {error}") from None
             vocab.__dict__[_ATTRIBUTE] = trie
     return trie
 

@@ -261,3 +261,9 @@ def test_rows_shared_across_constraints_by_structure():
     assert m.allowed_tokens().tolist() == reference_allowed(second._dfa, vocab, m._core.state).tolist()
     assert m.consume(3) and m.consume(4)  # "ab" then 'a"'
     assert m.is_accepting()
+
+
+def test_vocabulary_the_core_cannot_index():
+    vocab = tokamata.Vocabulary.from_token_bytes([b"a" * 70000, None], eos_token_ids=[1])
+    with pytest.raises(tokamata.VocabularyError, match="longer"):
+        tokamata.compile_regex("a+", vocab)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -90,12 +89,19 @@ def test_only_valid_utf8_is_produced():
         assert dfa.accepting(dfa.run(good.encode()))
 
 
-def test_blow_up_raises_limit_exceeded_quickly():
-    started = time.perf_counter()
+def test_blow_up_raises_limit_exceeded():
+    """Exploring the 2**31-state DFA stops at the state limit (about 0.3 s with defaults;
+    time is measured in benchmarks, not asserted here)."""
     with pytest.raises(tokamata.LimitExceeded) as info:
         dfa_for(r"(a|b)*a(a|b){30}").explore()
     assert info.value.limit == "max_dfa_states"
-    assert time.perf_counter() - started < 1.0  # bounded by the limit, not a timing target
+    assert info.value.value == tokamata.Limits().max_dfa_states + 1
+
+
+def test_compile_time_limit():
+    with pytest.raises(tokamata.LimitExceeded) as info:
+        dfa_for(r"(a|b)*a(a|b){30}", tokamata.Limits(max_compile_seconds=0.01, max_dfa_states=10**6)).explore()
+    assert info.value.limit == "max_compile_seconds"
 
 
 def test_limits_on_pattern_size_and_nesting():

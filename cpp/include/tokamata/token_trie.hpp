@@ -14,6 +14,9 @@
 
 namespace tokamata {
 
+// Levels and token counts are stored in 16 bits.
+constexpr int64_t kMaxTokenBytes = 65000;
+
 struct TrieNode {
   uint32_t subtree_size;
   int32_t token_begin;   // index into token_ids
