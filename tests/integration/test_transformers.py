@@ -14,6 +14,10 @@ import re
 import numpy as np
 import pytest
 
+# torch ships the libgomp that llama.cpp then shares; llama.cpp decodes several times slower
+# with spinning OpenMP threads on a busy machine, and the policy is read when libgomp loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 torch = pytest.importorskip("torch", reason="needs torch: pip install 'tokamata[transformers]'")
 transformers = pytest.importorskip(
     "transformers", reason="needs transformers: pip install 'tokamata[transformers]'"

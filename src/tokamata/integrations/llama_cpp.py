@@ -1,0 +1,312 @@
+"""llama-cpp-python adapter: a logits processor, a vocabulary helper and a generation loop.
+
+Usage::
+
+    from llama_cpp import Llama, LogitsProcessorList
+    from tokamata.integrations.llama_cpp import LlamaLogitsProcessor, generate, vocabulary
+
+    llm = Llama(model_path, verbose=False)
+    constraint = tokamata.compile_regex(r"(yes|no)", vocabulary(llm))
+    # either through llama-cpp-python's own API ...
+    out = llm("Is water wet? Answer:", max_tokens=8, temperature=0.0,
+              logits_processor=LogitsProcessorList([LlamaLogitsProcessor(constraint)]))
+    # ... or through tokamata's loop, which stops as soon as the output is complete
+    result = generate(llm, constraint, "Is water wet? Answer:")
+    result.text, result.token_ids
+
+How llama-cpp-python calls a processor (checked against 0.3.x): ``Llama.generate`` puts a
+custom sampler first in its sampler chain; it calls ``processor(input_ids, scores)`` with
+``input_ids`` = every token evaluated so far (prompt included, ``np.intc``) and ``scores`` = the
+logits of the last position in token-id order (a strided ``float32`` view of length
+``n_vocab``), and copies the returned array back. Temperature, top-k and friends run after it.
+
+Speed note: llama.cpp's CPU backend uses OpenMP, whose threads spin while waiting by default.
+On a small machine shared with other work that is several times slower (2 busy cores: 3.8 vs
+19.5 tok/s for Gemma 3 270M); set ``OMP_WAIT_POLICY=PASSIVE`` before llama_cpp (or torch, which
+loads the same ``libgomp.so.1``) is first imported. ``python -m tokamata`` does.
+
+Invariants:
+- The processor keeps one :class:`tokamata.Matcher`; the prompt is the ``input_ids`` of its first
+  call. Each call feeds the tokens generated since then; a shorter or different sequence rolls
+  the matcher back to the common prefix, a different prompt starts over. So one processor can
+  serve several completions, one at a time (not thread-safe).
+- After an EOS token is consumed only EOS stays allowed (the scores never become all -inf).
+- A generated token the constraint does not allow raises :class:`InvalidArgument` naming it: the
+  masked scores cannot produce one, so the model's vocabulary is not the constraint's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from tokamata.errors import InvalidArgument
+
+if TYPE_CHECKING:  # pragma: no cover
+    import llama_cpp
+
+__all__ = ["LlamaLogitsProcessor", "GenerationResult", "generate", "vocabulary"]
+
+_INSTALL_HINT = (
+    "llama-cpp-python is not installed; install it with: pip install llama-cpp-python "
+    "(it builds llama.cpp from source, about 10 minutes on 2 cores)"
+)
+
+
+def _require_llama_cpp():
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ImportError(_INSTALL_HINT) from exc
+    return llama_cpp
+
+
+_VOCAB_CACHE: dict[tuple[str, int], object] = {}
+
+
+def vocabulary(llm: "llama_cpp.Llama"):
+    """The :class:`tokamata.Vocabulary` of a loaded ``llama_cpp.Llama`` (read from its GGUF).
+
+    Cached per (model path, ``n_vocab``) for the life of the process.
+    """
+    import tokamata
+
+    key = (str(llm.model_path), int(llm.n_vocab()))
+    vocab = _VOCAB_CACHE.get(key)
+    if vocab is None:
+        vocab = _VOCAB_CACHE[key] = tokamata.Vocabulary.from_gguf(key[0], size=key[1])
+    return vocab
+
+
+class LlamaLogitsProcessor:
+    """Sets the logits of tokens ``constraint`` does not allow next to -inf.
+
+    Pass it in a ``llama_cpp.LogitsProcessorList``; put it last so that nothing re-enables a
+    token it removed. ``prompt_length`` defaults to the length of the first call's input_ids.
+    """
+
+    def __init__(self, constraint, prompt_length: int | None = None):
+        self.constraint = constraint
+        self.vocab = constraint.vocab
+        self.vocab_size = int(self.vocab.size)
+        self._eos = frozenset(int(t) for t in self.vocab.eos_token_ids)
+        self._fixed_prompt_length = prompt_length
+        self.prompt_length = prompt_length
+        self._prompt: np.ndarray | None = None
+        self.matcher = constraint.matcher()
+        self.tokens: list[int] = []  # generated tokens consumed, EOS included
+        self.done = False  # an EOS token was consumed
+        words = (self.vocab_size + 31) // 32
+        self._bitmask = np.zeros((1, words), dtype=np.int32)
+        eos_only = np.zeros(words, dtype=np.uint32)
+        for t in self._eos:
+            eos_only[t >> 5] |= np.uint32(1 << (t & 31))
+        self._eos_only = eos_only.view(np.int32)
+
+    def reset(self) -> None:
+        """Forget the prompt and everything consumed."""
+        self.prompt_length = self._fixed_prompt_length
+        self._prompt = None
+        self.matcher = self.constraint.matcher()
+        self.tokens = []
+        self.done = False
+
+    def sync(self, input_ids: Sequence[int] | np.ndarray) -> None:
+        """Make the matcher's state match ``input_ids`` (prompt + generated tokens)."""
+        ids = np.asarray(input_ids)
+        if self._prompt is not None:
+            n = len(self._prompt)
+            if len(ids) < n or not np.array_equal(ids[:n], self._prompt):
+                self.reset()
+        if self.prompt_length is None:
+            self.prompt_length = len(ids)
+        if self._prompt is None:
+            if len(ids) < self.prompt_length:
+                raise InvalidArgument(
+                    f"input_ids has {len(ids)} tokens, fewer than prompt_length={self.prompt_length}"
+                )
+            self._prompt = ids[: self.prompt_length].copy()
+        generated = ids[self.prompt_length:].tolist()
+        done = self.tokens
+        n = min(len(done), len(generated))
+        if generated[:n] != done[:n]:
+            common = next(i for i in range(n) if generated[i] != done[i])
+        else:
+            common = n
+        if common == 0 and done:
+            self.matcher = self.constraint.matcher()  # cheaper than a full rollback
+            done.clear()
+            self.done = False
+        elif common < len(done):
+            self.matcher.rollback(len(done) - common)
+            del done[common:]
+            self.done = bool(done) and done[-1] in self._eos
+        if self.done:
+            return
+        for pos in range(common, len(generated)):
+            token = generated[pos]
+            if not self.matcher.consume(token):
+                shown = self.vocab.token_bytes[token] if 0 <= token < self.vocab_size else None
+                so_far = b"".join(self.vocab.token_bytes[t] or b"" for t in done)
+                raise InvalidArgument(
+                    f"generated token {token} ({shown!r}) after {so_far[-60:]!r} is not allowed by "
+                    f"the constraint; the masked logits cannot produce it, so the model's "
+                    f"vocabulary differs from the constraint's, or a logits processor after this "
+                    f"one re-enabled tokens, or prompt_length={self.prompt_length} is wrong"
+                )
+            done.append(token)
+            if token in self._eos:
+                self.done = True
+                return
+
+    def allowed_mask(self) -> np.ndarray:
+        """A bool array over the vocabulary: which tokens may come next (after :meth:`sync`)."""
+        row = self._eos_only if self.done else self._fill()
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+        return bits[: self.vocab_size].view(bool)
+
+    def _fill(self) -> np.ndarray:
+        self.matcher.fill_bitmask(self._bitmask, 0)
+        return self._bitmask[0]
+
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        self.sync(input_ids)
+        width = scores.shape[-1]
+        if width < self.vocab_size:
+            raise InvalidArgument(
+                f"the model has {width} logits per token but the constraint's vocabulary has "
+                f"{self.vocab_size} tokens: build the Vocabulary with "
+                f"tokamata.integrations.llama_cpp.vocabulary(llm)"
+            )
+        allowed = self.allowed_mask()
+        out = np.full(width, -np.inf, dtype=np.float32)
+        out[: self.vocab_size][allowed] = scores[: self.vocab_size][allowed]
+        return out
+
+
+@dataclasses.dataclass
+class GenerationResult:
+    """What :func:`generate` produced.
+
+    ``token_ids`` are the generated tokens (EOS excluded); ``text`` their bytes decoded as UTF-8
+    (invalid bytes replaced); ``finished`` says the output ended on EOS (or on a state where only
+    EOS was allowed) rather than on ``max_tokens``; ``seconds`` is the time spent generating
+    (prompt evaluation included), ``prompt_tokens`` the prompt's length in tokens.
+    ``first_token_seconds`` is the time until the first sampled token (prompt evaluation, first
+    mask, sampling); ``decode_steps`` and ``decode_seconds`` count the sampling steps after it
+    (one model evaluation, mask and sample each; a final EOS included), so
+    :attr:`decode_tokens_per_second` is the per-token speed without the prompt.
+    """
+
+    text: str
+    token_ids: list[int]
+    finished: bool
+    seconds: float
+    prompt_tokens: int
+    first_token_seconds: float = 0.0
+    decode_steps: int = 0
+    decode_seconds: float = 0.0
+
+    def __iter__(self):  # so that ``text, token_ids = generate(...)`` works
+        return iter((self.text, self.token_ids))
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Generated tokens per second, prompt evaluation included."""
+        return len(self.token_ids) / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def decode_tokens_per_second(self) -> float:
+        """Sampling steps per second after the first token (nan when there were none)."""
+        return self.decode_steps / self.decode_seconds if self.decode_steps else float("nan")
+
+
+def generate(
+    llm: "llama_cpp.Llama",
+    constraint,
+    prompt: str | Sequence[int],
+    max_tokens: int = 64,
+    temperature: float = 0.0,
+    *,
+    seed: int | None = None,
+    add_bos: bool = True,
+) -> GenerationResult:
+    """Generate with ``llm`` under ``constraint`` (``None``: unconstrained, same loop).
+
+    ``prompt`` is text (tokenized with special tokens parsed, so chat-template markers work) or
+    token ids. Greedy when ``temperature`` is 0, otherwise llama.cpp's sampler at that
+    temperature. Stops on an end-of-generation token, after ``max_tokens`` tokens, or, under a
+    constraint, as soon as the constraint allows nothing but EOS (no model call is spent on it).
+    Unpack as ``text, token_ids = generate(...)`` or use the :class:`GenerationResult` fields.
+    """
+    llama_cpp = _require_llama_cpp()
+    if isinstance(prompt, str):
+        prompt_ids = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True)
+    else:
+        prompt_ids = [int(t) for t in prompt]
+    if max_tokens < 1:
+        raise InvalidArgument(f"max_tokens must be >= 1, not {max_tokens}")
+    if seed is not None:
+        llm.set_seed(seed)
+    processor = None
+    kwargs = {}
+    if constraint is not None:
+        processor = LlamaLogitsProcessor(constraint, prompt_length=len(prompt_ids))
+        kwargs["logits_processor"] = llama_cpp.LogitsProcessorList([processor])
+        eos = frozenset(processor._eos)
+        token_bytes = constraint.vocab.token_bytes
+    else:
+        eos = frozenset()
+    out: list[int] = []
+    finished = False
+    steps = 0
+    start = time.perf_counter()
+    first = last = start
+    stream = llm.generate(
+        prompt_ids, temp=temperature, top_k=0 if temperature else 40, top_p=1.0, min_p=0.0,
+        repeat_penalty=1.0, reset=True, **kwargs,
+    )
+    try:
+        for token in stream:
+            last = time.perf_counter()
+            steps += 1
+            if steps == 1:
+                first = last
+            if token in eos or _is_eog(llama_cpp, llm, token):
+                finished = True
+                break
+            out.append(token)
+            if processor is not None:
+                processor.sync(prompt_ids + out)
+                if processor.matcher.is_accepting() and _only_eos(processor):
+                    finished = True
+                    break
+            if len(out) >= max_tokens:
+                break
+    finally:
+        stream.close()
+    seconds = time.perf_counter() - start
+    if constraint is not None:
+        data = b"".join(token_bytes[t] or b"" for t in out)
+    else:
+        data = llm.detokenize(out)
+    return GenerationResult(
+        text=data.decode("utf-8", errors="replace"), token_ids=out, finished=finished,
+        seconds=seconds, prompt_tokens=len(prompt_ids), first_token_seconds=first - start,
+        decode_steps=max(steps - 1, 0), decode_seconds=last - first,
+    )
+
+
+def _only_eos(processor: LlamaLogitsProcessor) -> bool:
+    allowed = processor.matcher.allowed_tokens()
+    return len(allowed) <= len(processor._eos) and all(int(t) in processor._eos for t in allowed)
+
+
+def _is_eog(llama_cpp, llm, token: int) -> bool:
+    try:
+        return bool(llama_cpp.llama_vocab_is_eog(llm._model.vocab, token))
+    except AttributeError:  # older llama-cpp-python
+        return token == llm.token_eos()
