@@ -283,7 +283,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"{'finished' if con.finished else 'hit max tokens'}; first token {con.first_token_seconds * 1e3:.0f} ms, "
               f"then {_rate(con.decode_tokens_per_second)} tok/s")
         print(f"   unconstrained: {_clip(free.text)!r}")
-        print(f"                  re.fullmatch: {'yes' if free_matched else 'no'}; {len(free.token_ids)} tokens, "
+        head = re.match(regex, free.text.strip())
+        starts = f" (it starts with the match {head.group(0)!r})" if head and not free_matched else ""
+        print(f"                  re.fullmatch: {'yes' if free_matched else 'no'}{starts}; {len(free.token_ids)} tokens, "
               f"{'finished' if free.finished else 'hit max tokens'}; first token {free.first_token_seconds * 1e3:.0f} ms, "
               f"then {_rate(free.decode_tokens_per_second)} tok/s")
         print(flush=True)

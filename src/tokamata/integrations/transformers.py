@@ -272,8 +272,9 @@ def _apply(scores: torch.Tensor, bitmask: np.ndarray) -> torch.Tensor:
     """``scores[b, t] = -inf`` where bit t of row b is 0 (or t is past the bitmask), in place.
 
     Bits past the vocabulary are never set, so padded score columns become -inf too. On the
-    CPU the bits are unpacked with numpy (about 10x faster than shifting int32 words in torch
-    for a 128k vocabulary); on other devices the words travel and are unpacked there.
+    CPU the bits are unpacked with numpy (2-3x faster than shifting int32 words in torch for a
+    128k vocabulary, more on a busy machine); on other devices the words travel and are
+    unpacked there.
     """
     if scores.device.type != "cpu" or sys.byteorder != "little":
         return apply_bitmask(scores, bitmask)
