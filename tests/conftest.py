@@ -6,8 +6,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+# llama.cpp and torch share libgomp; busy-waiting OpenMP threads crawl on 2 shared cores.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from typing import Iterable, Tuple
 
 CharSet = Tuple[Tuple[int, int], ...]
@@ -58,23 +58,23 @@ def complement(charset: CharSet) -> CharSet:
 
 def intersect(charset: CharSet, lo: int, hi: int) -> CharSet:
     """The part of ``charset`` inside ``[lo, hi]``."""
-    if not charset:
-        return EMPTY
-    highs = [r[1] for r in charset]
-    start = bisect_left(highs, lo)
+    start = bisect_left(charset, lo, key=_high)
     out = []
     for i in range(start, len(charset)):
         a, b = charset[i]
         if a > hi:
             break
-        out.append((max(a, lo), min(b, hi)))
+        out.append((a if a > lo else lo, b if b < hi else hi))
     return tuple(out)
 
 
+def _high(r: tuple[int, int]) -> int:
+    return r[1]
+
+
 def contains(charset: CharSet, code_point: int) -> bool:
-    lows = [r[0] for r in charset]
-    i = bisect_right(lows, code_point) - 1
-    return i >= 0 and charset[i][1] >= code_point
+    i = bisect_left(charset, code_point, key=_high)
+    return i < len(charset) and charset[i][0] <= code_point
 
 
 def size(charset: CharSet) -> int:

@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Dict, Tuple
 
@@ -83,6 +84,7 @@ def any_continuation(count: int) -> Expr:
     return node
 
 
+@functools.lru_cache(maxsize=4096)
 def utf8_char(charset: cs.CharSet) -> Expr:
     """One code point from ``charset`` (surrogates removed), as UTF-8 bytes."""
     charset = cs.union(cs.intersect(charset, 0, 0xD7FF), cs.intersect(charset, 0xE000, cs.MAX_CODE_POINT))
@@ -264,8 +266,8 @@ def cuts(node: Expr) -> Tuple[int, ...]:
 def _utf8_cuts(charset: cs.CharSet, pending: int) -> Tuple[int, ...]:
     """Byte classes of a UTF-8 leaf, from interval arithmetic (no nodes are built): bytes
     whose continuation set is empty, or the full interval, group into runs; a byte leading
-    to a proper subset gets a class of its own."""
-    outcome: list = [None] * 256  # None: nothing; "full-k": any k continuation bytes; else unique
+    to a proper subset gets a class of its own. Work is O(ranges + bytes touched)."""
+    outcome: list = [None] * 256  # None: nothing; ("full", k): any k continuation bytes; else unique
     if pending == 0:
         for lo, hi in charset:
             if lo >= 0x80:
@@ -274,28 +276,32 @@ def _utf8_cuts(charset: cs.CharSet, pending: int) -> Tuple[int, ...]:
                 outcome[b] = "ascii"
         for lead_lo, lead_hi, count, valid_lo, valid_hi in _LEAD_RANGES:
             width = 1 << (6 * count)
-            for b in range(lead_lo, lead_hi + 1):
-                interval_lo = (b & (0x3F >> count)) * width
-                lo, hi = max(interval_lo, valid_lo), min(interval_lo + width - 1, valid_hi)
-                outcome[b] = _coverage(charset, lo, hi, (lo, hi) == (interval_lo, interval_lo + width - 1), count, b)
+            base = (lead_lo & (0x3F >> count)) * width - lead_lo * width  # interval of b: (b*width + base)
+            _mark(outcome, charset, lead_lo, lead_hi, width, base, valid_lo, valid_hi, count)
     else:
         prefix = charset[0][0] >> (6 * pending)
         width = 1 << (6 * (pending - 1))
-        for b in range(0x80, 0xC0):
-            lo = ((prefix << 6) | (b & 0x3F)) * width
-            outcome[b] = _coverage(charset, lo, lo + width - 1, True, pending - 1, b)
+        base = (prefix << 6) * width - 0x80 * width  # interval of continuation byte b: b*width + base
+        _mark(outcome, charset, 0x80, 0xBF, width, base, 0, cs.MAX_CODE_POINT, pending - 1)
     return tuple(b for b in range(1, 256) if outcome[b] != outcome[b - 1])
 
 
-def _coverage(charset: cs.CharSet, lo: int, hi: int, aligned: bool, remaining: int, byte: int):
-    sub = cs.intersect(charset, lo, hi)
-    if not sub:
-        return None
-    if remaining == 0:
-        return "end"
-    if aligned and sub == ((lo, hi),):
-        return f"full-{remaining}"
-    return byte  # a proper subset: its own class
+def _mark(outcome: list, charset: cs.CharSet, byte_lo: int, byte_hi: int, width: int, base: int,
+          valid_lo: int, valid_hi: int, remaining: int) -> None:
+    """Mark, for each byte b in [byte_lo, byte_hi] (covering code points
+    [b*width+base, b*width+base+width-1] clipped to [valid_lo, valid_hi]), whether ``charset``
+    covers none, all ("full") or part of that interval."""
+    span_lo = max(byte_lo * width + base, valid_lo)
+    span_hi = min(byte_hi * width + base + width - 1, valid_hi)
+    for lo, hi in cs.intersect(charset, span_lo, span_hi):
+        for b in range((lo - base) // width, (hi - base) // width + 1):
+            start = b * width + base
+            if remaining == 0:
+                outcome[b] = "end"
+            elif lo <= start and hi >= start + width - 1:
+                outcome[b] = ("full", remaining)
+            else:  # a proper subset, or a clipped lead (E0, ED, F0, F4): a node of its own
+                outcome[b] = b
 
 
 def is_ascii_only(node: Expr) -> bool:

@@ -16,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import threading
+from array import array
 import time
 
 import numpy as np
@@ -25,6 +26,7 @@ from ..limits import Limits
 from . import derivatives as d
 
 DEAD = -1
+_ALL_BYTES = np.arange(256)
 
 __all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
 
@@ -68,12 +70,11 @@ class LazyByteDfa:
         self.limits = limits
         self.class_starts = global_class_starts(root)
         self.num_classes = len(self.class_starts)
-        class_map = np.zeros(256, dtype=np.uint8)
-        for k, start in enumerate(self.class_starts):
-            class_map[start:] = k
+        self._class_starts_array = np.asarray(self.class_starts)
+        class_map = (np.searchsorted(self._class_starts_array, _ALL_BYTES, side="right") - 1).astype(np.uint8)
         self.class_map = class_map
         self._class_of = class_map.tolist()
-        self._class_starts_array = np.asarray(self.class_starts)
+        self._class_to_interval: dict[tuple[int, ...], list[int]] = {}  # own cuts -> interval per class
         self.states: list[d.Expr] = [] if root is d.NOTHING else [root]
         self._index: dict[int, int] = {root.id: 0} if self.states else {}
         self._rows: list[list[int] | None] = [None] * len(self.states)
@@ -135,8 +136,11 @@ class LazyByteDfa:
             if len(own_starts) == 1:
                 row = own_targets * self.num_classes
             else:
-                which = np.searchsorted(np.asarray(own_starts), self._class_starts_array, side="right") - 1
-                row = np.asarray(own_targets, dtype=np.int32)[which].tolist()
+                which = self._class_to_interval.get(own_starts)
+                if which is None:
+                    which = (np.searchsorted(np.asarray(own_starts), self._class_starts_array, side="right") - 1).tolist()
+                    self._class_to_interval[own_starts] = which
+                row = [own_targets[j] for j in which]
             self._rows[state] = row
             self._elapsed += time.perf_counter() - started
             if self._elapsed > self.limits.max_compile_seconds:
@@ -149,9 +153,9 @@ class LazyByteDfa:
         (``states[known_states:]``)."""
         row = self.expand(state)
         new = self.states[known_states:]
-        accepting = bytes(1 if n.nullable else 0 for n in new)
-        keys = np.fromiter((n.id for n in new), dtype=np.int64, count=len(new)).tobytes()
-        return np.asarray(row, dtype=np.int32).tobytes(), accepting, keys
+        accepting = bytes([1 if n.nullable else 0 for n in new])
+        keys = array("q", [n.id for n in new]).tobytes()
+        return array("i", row).tobytes(), accepting, keys
 
     def key(self, state: int) -> int:
         """Structural identity of ``state``: the id of its interned expression."""

@@ -59,8 +59,11 @@ class Repeat:
 Node = Union[Chars, Concat, Alternation, Repeat]
 EMPTY_STRING = Concat(())
 
-_FLAG_LETTERS = {"a": re.ASCII, "i": re.IGNORECASE, "L": re.LOCALE, "m": re.MULTILINE,
-                 "s": re.DOTALL, "u": re.UNICODE, "x": re.VERBOSE}
+# plain ints: enum flag arithmetic is slow on the per-character path
+_ASCII, _IGNORECASE, _DOTALL, _VERBOSE, _MULTILINE = (int(f) for f in (re.ASCII, re.IGNORECASE, re.DOTALL,
+                                                                          re.VERBOSE, re.MULTILINE))
+_FLAG_LETTERS = {"a": _ASCII, "i": _IGNORECASE, "L": int(re.LOCALE), "m": _MULTILINE,
+                 "s": _DOTALL, "u": int(re.UNICODE), "x": _VERBOSE}
 _SIMPLE_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _CATEGORY_LETTERS = "dDwWsS"
 
@@ -98,7 +101,7 @@ class _Parser:
         self.nodes = 0
         self.depth = 0
         # global flags are known from re.compile; inline scoped flags push/pop on this stack
-        self.flags = flags & (re.ASCII | re.IGNORECASE | re.DOTALL | re.VERBOSE | re.MULTILINE)
+        self.flags = int(flags) & (_ASCII | _IGNORECASE | _DOTALL | _VERBOSE | _MULTILINE)
 
     # -- helpers -------------------------------------------------------------------------
     def error_unsupported(self, feature: str, start: int, end: int | None = None) -> Unsupported:
@@ -117,7 +120,7 @@ class _Parser:
             raise LimitExceeded("max_regex_nodes", self.nodes, self.limits.max_regex_nodes)
 
     def skip_verbose(self) -> None:
-        if not self.flags & re.VERBOSE:
+        if not self.flags & _VERBOSE:
             return
         while self.pos < len(self.text):
             c = self.text[self.pos]
@@ -177,7 +180,7 @@ class _Parser:
         if kind in ("\\b", "\\B"):
             raise self.error_unsupported("word boundary " + kind, start)
         if kind in ("^", "\\A"):
-            if top and first and not (kind == "^" and self.flags & re.MULTILINE and False):
+            if top and first and not (kind == "^" and self.flags & _MULTILINE and False):
                 return
             raise self.error_unsupported(f"anchor {kind} inside the pattern", start)
         # "$" / "\Z": allowed only where nothing can follow within this top-level option
@@ -245,7 +248,7 @@ class _Parser:
             return self.char_class()
         if c == ".":
             self.pos += 1
-            charset = cs.ANY if self.flags & re.DOTALL else cs.complement(((10, 10),))
+            charset = cs.ANY if self.flags & _DOTALL else cs.complement(((10, 10),))
             return Chars(charset)
         if c == "\\":
             return self.escape_atom()
@@ -253,8 +256,8 @@ class _Parser:
         return self.finish_chars(((ord(c), ord(c)),), start)
 
     def finish_chars(self, charset: cs.CharSet, start: int) -> Chars:
-        if self.flags & re.IGNORECASE:
-            charset = cs.ignore_case(charset, self.text[start:self.pos], self.flags & re.ASCII)
+        if self.flags & _IGNORECASE:
+            charset = cs.ignore_case(charset, self.text[start:self.pos], self.flags & _ASCII)
         return Chars(charset)
 
     def group(self) -> Node | None:
@@ -340,7 +343,7 @@ class _Parser:
             raise self.error_unsupported("backreference", start, m.end())
         if c in _CATEGORY_LETTERS:
             self.pos += 2
-            return self.finish_chars(cs.category(c, bool(self.flags & re.ASCII)), start)
+            return self.finish_chars(cs.category(c, bool(self.flags & _ASCII)), start)
         code = self.escape_code(in_class=False)
         return self.finish_chars(((code, code),), start)
 
@@ -395,7 +398,7 @@ class _Parser:
                 break
             first = False
             if c == "\\" and self.peek(1) in _CATEGORY_LETTERS:
-                ranges.extend(cs.category(self.peek(1), bool(self.flags & re.ASCII)))
+                ranges.extend(cs.category(self.peek(1), bool(self.flags & _ASCII)))
                 self.pos += 2
                 continue
             lo = self.class_code()
