@@ -36,22 +36,23 @@ std::shared_ptr<TokenTrie> make_trie(U8Array bytes, I64Array offsets, U8Array in
   return std::make_shared<TokenTrie>(bytes.data(), off, in_trie.data(), static_cast<int32_t>(n), vocab_size);
 }
 
-// Wraps a Python callable expand(state, known_states) -> (row: bytes of int32, accepting: bytes
-// and structural keys: bytes of int64, both for the states it added).
+// Wraps a Python callable expand(state, cls, known_states) -> (runs: int32 bytes of
+// (first class, last class, target) triples, one of them covering cls; accepting: bytes and
+// keys: int64 bytes of the states it added).
 LazyDfa::Expander python_expander(nb::object expand, LazyDfa** target) {
-  return [expand, target](int32_t state) {
+  return [expand, target](int32_t state, int32_t cls) {
     nb::gil_scoped_acquire acquire;
-    nb::object result = expand(state, (*target)->num_states());
-    nb::tuple pair = nb::cast<nb::tuple>(result);
-    nb::bytes row = nb::cast<nb::bytes>(pair[0]);
-    nb::bytes accepting = nb::cast<nb::bytes>(pair[1]);
-    nb::bytes keys = nb::cast<nb::bytes>(pair[2]);
     LazyDfa* dfa = *target;
-    if (row.size() != static_cast<size_t>(dfa->num_classes()) * 4) throw std::logic_error("expand: row of wrong size");
+    nb::tuple parts = nb::cast<nb::tuple>(expand(state, cls, dfa->num_states()));
+    nb::bytes runs = nb::cast<nb::bytes>(parts[0]);
+    nb::bytes accepting = nb::cast<nb::bytes>(parts[1]);
+    nb::bytes keys = nb::cast<nb::bytes>(parts[2]);
     if (keys.size() != accepting.size() * 8) throw std::logic_error("expand: one key per new state");
+    if (runs.size() % 12 != 0 || runs.size() == 0) throw std::logic_error("expand: runs are int32 triples");
     dfa->add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()),
                     reinterpret_cast<const int64_t*>(keys.c_str()), static_cast<int32_t>(accepting.size()));
-    dfa->set_row(state, reinterpret_cast<const int32_t*>(row.c_str()));
+    const int32_t* data = reinterpret_cast<const int32_t*>(runs.c_str());
+    for (size_t i = 0; i < runs.size() / 12; ++i) dfa->set_entries(state, data[3 * i], data[3 * i + 1], data[3 * i + 2]);
   };
 }
 
@@ -66,7 +67,7 @@ std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std:
   auto slot = std::make_shared<LazyDfa*>(nullptr);
   LazyDfa::Expander inner = python_expander(expand, slot.get());
   // keep the slot alive as long as the expander
-  LazyDfa::Expander expander = [inner, slot](int32_t s) { inner(s); };
+  LazyDfa::Expander expander = [inner, slot](int32_t s, int32_t c) { inner(s, c); };
   auto dfa = std::make_unique<LazyDfa>(class_map.data(), num_classes, max_states, expander);
   *slot = dfa.get();
   dfa->add_states(initial_accepting.data(), initial_keys.data(), static_cast<int32_t>(initial_accepting.shape(0)));

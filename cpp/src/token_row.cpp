@@ -15,7 +15,6 @@ LazyDfa::LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_stat
   }
   blocks_.resize(static_cast<size_t>(max_states / kBlockStates + 1));
   accepting_.reserve(static_cast<size_t>(max_states));
-  expanded_.reserve(static_cast<size_t>(max_states));
   keys_.reserve(static_cast<size_t>(max_states));
 }
 
@@ -25,42 +24,45 @@ void LazyDfa::add_states(const uint8_t* accepting, const int64_t* keys, int32_t 
     const int32_t s = num_states_ + i;
     auto& block = blocks_[s / kBlockStates];
     if (!block) {
-      block.reset(new int32_t[static_cast<size_t>(kBlockStates) * num_classes_]);
-      std::fill_n(block.get(), static_cast<size_t>(kBlockStates) * num_classes_, kUnknown);
+      const size_t size = static_cast<size_t>(kBlockStates) * num_classes_;
+      block.reset(new std::atomic<int32_t>[size]);
+      for (size_t k = 0; k < size; ++k) block[k].store(kUnknown, std::memory_order_relaxed);
     }
     accepting_.push_back(accepting[i]);
-    expanded_.push_back(0);
     keys_.push_back(keys[i]);
   }
   num_states_ += count;
 }
 
-void LazyDfa::set_row(int32_t state, const int32_t* targets) {
-  if (state < 0 || state >= num_states_) throw std::invalid_argument("set_row: bad state");
-  int32_t* row = blocks_[state / kBlockStates].get() + (state % kBlockStates) * num_classes_;
-  for (int32_t c = 0; c < num_classes_; ++c) {
-    if (targets[c] < kDead || targets[c] >= num_states_) throw std::invalid_argument("set_row: bad target");
-    row[c] = targets[c];
-  }
-  expanded_[state] = 1;
+void LazyDfa::set_entries(int32_t state, int32_t first, int32_t last, int32_t target) {
+  if (state < 0 || state >= num_states_) throw std::invalid_argument("set_entries: bad state");
+  if (first < 0 || last >= num_classes_ || first > last) throw std::invalid_argument("set_entries: bad classes");
+  if (target < kDead || target >= num_states_) throw std::invalid_argument("set_entries: bad target");
+  std::atomic<int32_t>* row = blocks_[state / kBlockStates].get() + (state % kBlockStates) * num_classes_;
+  for (int32_t c = first; c <= last; ++c) row[c].store(target, std::memory_order_release);
 }
 
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row) {
-  // Seed 001's non-recursive walk. The stack holds the DFA row of each open trie level; a
-  // state is expanded only when one of its trie children is visited (it is pushed).
+  // Seed 001's non-recursive walk. The stack holds the state and DFA row of each open trie
+  // level; a transition is computed only when the walk takes it.
   const TrieNode* nodes = trie.nodes().data();
   const size_t n = trie.nodes().size();
   const int32_t* token_ids = trie.token_ids().data();
   const uint8_t* class_map = dfa.class_map();
   uint32_t* bits = row.bits.data();
-  std::vector<const int32_t*> stack(static_cast<size_t>(trie.max_depth()) + 2);
+  const size_t depth = static_cast<size_t>(trie.max_depth()) + 2;
+  std::vector<const std::atomic<int32_t>*> rows(depth);
+  std::vector<int32_t> states(depth);
   int32_t top = 0;
-  stack[0] = dfa.row(state);
+  states[0] = state;
+  rows[0] = dfa.row_ptr(state);
   size_t p = 1;
   int32_t allowed = 0;
   while (p < n) {
     const TrieNode& node = nodes[p];
-    const int32_t next = stack[top][class_map[node.byte]];
+    const int32_t cls = class_map[node.byte];
+    int32_t next = rows[top][cls].load(std::memory_order_acquire);
+    if (next == kUnknown) next = dfa.step_class(states[top], cls);
     if (next >= 0) {
       for (int32_t k = 0; k < node.token_count; ++k) {
         const int32_t t = token_ids[node.token_begin + k];
@@ -68,7 +70,9 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
         ++allowed;
       }
       if (node.subtree_size > 1) {
-        stack[++top] = dfa.row(next);
+        ++top;
+        states[top] = next;
+        rows[top] = dfa.row_ptr(next);
       } else {
         top -= node.num_parents - 1;
       }

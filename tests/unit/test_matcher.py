@@ -267,3 +267,12 @@ def test_vocabulary_the_core_cannot_index():
     vocab = tokamata.Vocabulary.from_token_bytes([b"a" * 70000, None], eos_token_ids=[1])
     with pytest.raises(tokamata.VocabularyError, match="longer"):
         tokamata.compile_regex("a+", vocab)
+
+
+def test_core_learns_transitions_python_computed_first(vocab):
+    """The Python side may know a row before the C++ walk asks for it."""
+    c = tokamata.compile_regex("a+b?c|é", vocab)
+    c._dfa.explore()
+    m = c.matcher()
+    assert allowed(m) == [0, 2, 3, 6, 8]
+    assert m.consume(6) and allowed(m) == [7]

@@ -1,14 +1,15 @@
 // A constraint's byte DFA (expanded lazily through a callback) and its cached token rows.
 //
 // Invariants:
-// - Transition table entries are DEAD (-1), UNKNOWN (-2, state not expanded yet) or a state.
+// - Transition table entries are DEAD (-1), UNKNOWN (-2, not computed yet) or a state; an
+//   unknown entry is computed through the expander, which fills a run of classes at once.
 //   The table lives in fixed-size blocks that never move, so a reader never sees a
 //   reallocation; an entry changes at most once (UNKNOWN -> value) and before any row that
 //   depends on it is published.
 // - A token row for state s is the set of trie tokens whose bytes lead s to a live state,
-//   as a bitset over vocab_size ids, plus whether s accepts (EOS allowed). The walk expands
-//   every state it passes through, so after row(s) exists, running the DFA from s over an
-//   allowed token's bytes never meets UNKNOWN.
+//   as a bitset over vocab_size ids, plus whether s accepts (EOS allowed). The walk computes
+//   every transition it takes, so after row(s) was walked here, running the DFA from s over
+//   an allowed token's bytes never meets UNKNOWN.
 // - Rows are computed once per state and never change; they are published under cache_mu_.
 //   Computing takes compute_mu_; callers must not hold the Python GIL while waiting for it
 //   (the expand callback re-acquires the GIL).
@@ -17,6 +18,7 @@
 //   structural id (state_keys). A state whose row came from there may still be unexpanded;
 //   consume then expands along the token (advance_expanding, under compute_mu_).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,54 +41,51 @@ class LimitError : public std::runtime_error {
 
 class LazyDfa {
  public:
-  // expand(state) must call set_row(state, ...) (and add_states first for new states).
-  using Expander = std::function<void(int32_t state)>;
+  // expand(state, cls) must call set_entries(state, first, last, target) with
+  // first <= cls <= last (and add_states first for new states).
+  using Expander = std::function<void(int32_t state, int32_t cls)>;
 
   LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_states, Expander expand);
 
   int32_t num_classes() const { return num_classes_; }
   int32_t num_states() const { return num_states_; }
   bool accepting(int32_t state) const { return accepting_[state] != 0; }
+  const uint8_t* class_map() const { return class_map_; }
 
-  // Next state, expanding `state` first if needed.
-  int32_t step(int32_t state, uint8_t byte) {
-    int32_t next = entry(state, class_map_[byte]);
+  // Next state, computing the transition first if needed.
+  int32_t step(int32_t state, uint8_t byte) { return step_class(state, class_map_[byte]); }
+  int32_t step_class(int32_t state, int32_t cls) {
+    int32_t next = row_ptr(state)[cls].load(std::memory_order_acquire);
     if (next == kUnknown) {
-      expand_(state);
-      next = entry(state, class_map_[byte]);
+      expand_(state, cls);
+      next = row_ptr(state)[cls].load(std::memory_order_acquire);
       if (next == kUnknown) throw std::logic_error("expander left a transition unknown");
     }
     return next;
   }
-  // Next state without expanding; kUnknown if not known.
-  int32_t peek(int32_t state, uint8_t byte) const { return entry(state, class_map_[byte]); }
-  // The row of `state` (num_classes entries), expanding it first if needed.
-  const int32_t* row(int32_t state) {
-    if (!expanded_[state]) {
-      expand_(state);
-      if (!expanded_[state]) throw std::logic_error("expander did not set the row");
-    }
+  // Next state without computing anything; kUnknown if not known.
+  int32_t peek(int32_t state, uint8_t byte) const {
+    return row_ptr(state)[class_map_[byte]].load(std::memory_order_acquire);
+  }
+  // The row of `state` (num_classes entries); entries may be kUnknown. Entries are written
+  // once (release) and read with acquire, so a reader that sees a target also sees it added.
+  const std::atomic<int32_t>* row_ptr(int32_t state) const {
     return blocks_[state / kBlockStates].get() + (state % kBlockStates) * num_classes_;
   }
-  const uint8_t* class_map() const { return class_map_; }
 
   void add_states(const uint8_t* accepting, const int64_t* keys, int32_t count);
+  void set_entries(int32_t state, int32_t first, int32_t last, int32_t target);
   int64_t key(int32_t state) const { return keys_[state]; }
-  void set_row(int32_t state, const int32_t* targets);
 
  private:
   static constexpr int32_t kBlockStates = 64;
-  int32_t entry(int32_t state, int32_t cls) const {
-    return blocks_[state / kBlockStates][(state % kBlockStates) * num_classes_ + cls];
-  }
 
   uint8_t class_map_[256];
   int32_t num_classes_;
   int32_t max_states_;
   int32_t num_states_ = 0;
-  std::vector<std::unique_ptr<int32_t[]>> blocks_;  // sized once for max_states
+  std::vector<std::unique_ptr<std::atomic<int32_t>[]>> blocks_;  // sized once for max_states
   std::vector<uint8_t> accepting_;                  // reserved once for max_states
-  std::vector<uint8_t> expanded_;                   // reserved once for max_states
   std::vector<int64_t> keys_;                       // structural key per state, reserved once
   Expander expand_;
 };

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from bisect import bisect_right
 from typing import Dict, Tuple
 
 from . import charset as cs
@@ -44,7 +45,7 @@ class Expr:
         self.args = args
         self.nullable = nullable
         self.id = ident
-        self._derivatives: Dict[int, Expr] = {}
+        self._derivatives: Dict[int, Expr] = {}  # byte class index (see cuts) -> derivative
         self._cuts: Tuple[int, ...] | None = None
 
     def __repr__(self) -> str:
@@ -171,29 +172,38 @@ def repeat(item: Expr, low: int, high: int) -> Expr:
 
 
 def derivative(node: Expr, byte: int) -> Expr:
-    """The expression matching ``{s : bytes([byte]) + s in node}``; memoized per node."""
-    cached = node._derivatives.get(byte)
+    """The expression matching ``{s : bytes([byte]) + s in node}``.
+
+    Memoized per node and per byte class of the node (bytes between two of its ``cuts``
+    have the same derivative), so a subterm is derived once per class of its own, however
+    finely the enclosing state splits the bytes.
+    """
+    node_cuts = node._cuts
+    if node_cuts is None:
+        node_cuts = cuts(node)
+    cls = bisect_right(node_cuts, byte)
+    cached = node._derivatives.get(cls)
     if cached is not None:
         return cached
     kind = node.kind
-    if kind == _NOTHING or kind == _EPSILON:
-        result = NOTHING
-    elif kind == _BYTES:
+    if kind == _BYTES:
         result = EPSILON if (node.args[0] >> byte) & 1 else NOTHING
-    elif kind == _UTF8:
-        result = _utf8_derivative(node.args[0], node.args[1], byte)
     elif kind == _CONCAT:
         first, second = node.args
         result = concat(derivative(first, byte), second)
         if first.nullable:
             result = alternation(result, derivative(second, byte))
     elif kind == _ALT:
-        result = alternation(*(derivative(m, byte) for m in node.args))
-    else:  # _REPEAT
+        result = alternation(*[derivative(m, byte) for m in node.args])
+    elif kind == _UTF8:
+        result = _utf8_derivative(node.args[0], node.args[1], byte)
+    elif kind == _REPEAT:
         item, low, high = node.args
         rest = repeat(item, max(low - 1, 0), UNBOUNDED if high == UNBOUNDED else high - 1)
         result = concat(derivative(item, byte), rest)
-    node._derivatives[byte] = result
+    else:  # NOTHING, EPSILON
+        result = NOTHING
+    node._derivatives[cls] = result
     return result
 
 

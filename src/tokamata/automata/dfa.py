@@ -8,9 +8,11 @@ Invariants:
   leaf of the start expression, plus one class per non-ASCII byte when the expression can
   produce any (derivatives never add ASCII cuts, and non-ASCII bytes are all separated), so
   the classes refine the own classes of every state that can ever be reached.
-- A state's row is computed the first time it is asked for (``expand``), usually from the
-  C++ trie walk; total states and total time spent expanding are bounded by
-  ``Limits.max_dfa_states`` and ``Limits.max_compile_seconds`` (:class:`LimitExceeded`).
+- A transition is computed the first time it is asked for, one own byte interval of the
+  state at a time (``expand_for_core``, called by the C++ trie walk for the transitions it
+  meets), or a whole row at once (``expand``, for Python callers). Total states and total
+  time spent expanding are bounded by ``Limits.max_dfa_states`` and
+  ``Limits.max_compile_seconds`` (:class:`LimitExceeded`).
 """
 
 from __future__ import annotations
@@ -75,11 +77,13 @@ class LazyByteDfa:
         self.class_map = class_map
         self._class_of = class_map.tolist()
         self._class_to_interval: dict[tuple[int, ...], list[int]] = {}  # own cuts -> interval per class
+        self._runs_cache: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
         self.states: list[d.Expr] = [] if root is d.NOTHING else [root]
         self._index: dict[int, int] = {root.id: 0} if self.states else {}
         self._rows: list[list[int] | None] = [None] * len(self.states)
+        self._own_intervals: list[tuple[tuple[int, ...], list[int | None]] | None] = [None] * len(self.states)
         self._elapsed = 0.0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     @property
     def is_empty(self) -> bool:
@@ -110,52 +114,101 @@ class LazyByteDfa:
             state = self.step(state, byte)
         return state
 
+    def _own(self, state: int) -> tuple[tuple[int, ...], list[int | None]]:
+        """The state's own byte intervals (their first bytes) and their targets so far."""
+        own = self._own_intervals[state]
+        if own is None:
+            own = ((0,) + d.cuts(self.states[state]), [None] * (len(d.cuts(self.states[state])) + 1))
+            self._own_intervals[state] = own
+        return own
+
+    def _target(self, state: int, interval: int) -> int:
+        """Next state for the ``interval``-th own interval of ``state`` (computed once)."""
+        own_starts, own_targets = self._own(state)
+        target = own_targets[interval]
+        if target is not None:
+            return target
+        started = time.perf_counter()
+        nxt = d.derivative(self.states[state], own_starts[interval])
+        if nxt is d.NOTHING:
+            target = DEAD
+        else:
+            target = self._index.get(nxt.id)
+            if target is None:
+                target = len(self.states)
+                if target >= self.limits.max_dfa_states:
+                    raise LimitExceeded("max_dfa_states", target + 1, self.limits.max_dfa_states)
+                self._index[nxt.id] = target
+                self.states.append(nxt)
+                self._rows.append(None)
+                self._own_intervals.append(None)
+        own_targets[interval] = target
+        self._elapsed += time.perf_counter() - started
+        if self._elapsed > self.limits.max_compile_seconds:
+            raise LimitExceeded("max_compile_seconds", round(self._elapsed, 3), self.limits.max_compile_seconds)
+        return target
+
     def expand(self, state: int) -> list[int]:
+        """The whole row of ``state`` (every interval computed)."""
         with self._lock:
             row = self._rows[state]
             if row is not None:
                 return row
-            started = time.perf_counter()
-            node = self.states[state]
-            own_starts = (0,) + d.cuts(node)
-            own_targets = []
-            for start in own_starts:
-                nxt = d.derivative(node, start)
-                if nxt is d.NOTHING:
-                    own_targets.append(DEAD)
-                    continue
-                target = self._index.get(nxt.id)
-                if target is None:
-                    target = len(self.states)
-                    if target >= self.limits.max_dfa_states:
-                        raise LimitExceeded("max_dfa_states", target + 1, self.limits.max_dfa_states)
-                    self._index[nxt.id] = target
-                    self.states.append(nxt)
-                    self._rows.append(None)
-                own_targets.append(target)
+            own_starts, _ = self._own(state)
+            own_targets = [self._target(state, i) for i in range(len(own_starts))]
             if len(own_starts) == 1:
                 row = own_targets * self.num_classes
             else:
-                which = self._class_to_interval.get(own_starts)
-                if which is None:
-                    which = (np.searchsorted(np.asarray(own_starts), self._class_starts_array, side="right") - 1).tolist()
-                    self._class_to_interval[own_starts] = which
-                row = [own_targets[j] for j in which]
+                row = [own_targets[j] for j in self._interval_of_class(own_starts)]
             self._rows[state] = row
-            self._elapsed += time.perf_counter() - started
-            if self._elapsed > self.limits.max_compile_seconds:
-                raise LimitExceeded("max_compile_seconds", round(self._elapsed, 3), self.limits.max_compile_seconds)
             return row
 
-    def expand_for_core(self, state: int, known_states: int) -> tuple[bytes, bytes, bytes]:
-        """The C++ core's callback: the row as int32 bytes, then the accepting flags and the
-        structural keys (expression ids, int64) of the states it does not know yet
+    def _class_runs(self, own_starts: tuple[int, ...]) -> list[tuple[int, int, int]]:
+        """Maximal runs ``(first class, last class, own interval)`` of classes."""
+        runs = self._runs_cache.get(own_starts)
+        if runs is None:
+            which = self._interval_of_class(own_starts)
+            runs, first = [], 0
+            for k in range(1, self.num_classes + 1):
+                if k == self.num_classes or which[k] != which[first]:
+                    runs.append((first, k - 1, which[first]))
+                    first = k
+            self._runs_cache[own_starts] = runs
+        return runs
+
+    def _interval_of_class(self, own_starts: tuple[int, ...]) -> list[int]:
+        which = self._class_to_interval.get(own_starts)
+        if which is None:
+            which = (np.searchsorted(np.asarray(own_starts), self._class_starts_array, side="right") - 1).tolist()
+            self._class_to_interval[own_starts] = which
+        return which
+
+    def expand_for_core(self, state: int, cls: int, known_states: int) -> tuple[bytes, bytes, bytes]:
+        r"""The C++ core's callback for an unknown transition ``(state, class cls)``.
+
+        A request for an ASCII class computes every own interval of ``state`` that starts
+        below 0x80 (the trie walk meets ASCII bytes everywhere); a request for a non-ASCII
+        class computes the rest of the row too. So a state reached only through ASCII never
+        pays for the (often many) intervals of non-ASCII lead bytes, e.g. of Unicode ``\d``.
+        Returns runs ``(first class, last class, target)`` as int32 triples, then the accepting
+        flags and structural keys (int64) of the states the core does not know yet
         (``states[known_states:]``)."""
-        row = self.expand(state)
-        new = self.states[known_states:]
-        accepting = bytes([1 if n.nullable else 0 for n in new])
-        keys = array("q", [n.id for n in new]).tobytes()
-        return array("i", row).tobytes(), accepting, keys
+        with self._lock:
+            own_starts, _ = self._own(state)
+            which = self._interval_of_class(own_starts)
+            if self.class_starts[cls] < 0x80:
+                wanted = {i for i, start in enumerate(own_starts) if start < 0x80}
+                wanted.add(which[cls])
+            else:
+                wanted = set(range(len(own_starts)))
+            runs = array("i")
+            for first, last, interval in self._class_runs(own_starts):
+                if interval in wanted:
+                    runs.extend((first, last, self._target(state, interval)))
+            new = self.states[known_states:]
+            accepting = bytes([1 if n.nullable else 0 for n in new])
+            keys = array("q", [n.id for n in new]).tobytes()
+            return runs.tobytes(), accepting, keys
 
     def key(self, state: int) -> int:
         """Structural identity of ``state``: the id of its interned expression."""
