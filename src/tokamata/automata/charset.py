@@ -56,9 +56,10 @@ def complement(charset: CharSet) -> CharSet:
     return tuple(out)
 
 
-def intersect(charset: CharSet, lo: int, hi: int) -> CharSet:
-    """The part of ``charset`` inside ``[lo, hi]``."""
-    start = bisect_left(charset, lo, key=_high)
+def intersect(charset: CharSet, lo: int, hi: int, highs: tuple[int, ...] | None = None) -> CharSet:
+    """The part of ``charset`` inside ``[lo, hi]``; ``highs`` (the ranges' upper ends), when
+    given, saves the key calls of the binary search."""
+    start = bisect_left(charset, lo, key=_high) if highs is None else bisect_left(highs, lo)
     out = []
     for i in range(start, len(charset)):
         a, b = charset[i]

@@ -38,7 +38,7 @@ _interned: Dict[tuple, "Expr"] = {}
 class Expr:
     """An interned byte-level regular expression. Build with the module's constructors."""
 
-    __slots__ = ("kind", "args", "nullable", "id", "_derivatives", "_cuts", "__weakref__")
+    __slots__ = ("kind", "args", "nullable", "id", "_derivatives", "_cuts", "_highs", "__weakref__")
 
     def __init__(self, kind: int, args: tuple, nullable: bool, ident: int):
         self.kind = kind
@@ -47,6 +47,7 @@ class Expr:
         self.id = ident
         self._derivatives: Dict[int, Expr] = {}  # byte class index (see cuts) -> derivative
         self._cuts: Tuple[int, ...] | None = None
+        self._highs: Tuple[int, ...] | None = None  # UTF-8 leaves: upper ends of their ranges
 
     def __repr__(self) -> str:
         return f"Expr#{self.id}({_describe(self)})"
@@ -68,6 +69,7 @@ NOTHING = _make(_NOTHING, (), False)
 EPSILON = _make(_EPSILON, (), True)
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
+_CUT_POSITIONS = ((1 << 256) - 1) ^ 1  # bytes 1..255
 
 
 def byte_set(mask: int) -> Expr:
@@ -196,7 +198,7 @@ def derivative(node: Expr, byte: int) -> Expr:
     elif kind == _ALT:
         result = alternation(*[derivative(m, byte) for m in node.args])
     elif kind == _UTF8:
-        result = _utf8_derivative(node.args[0], node.args[1], byte)
+        result = _utf8_derivative(node.args[0], node.args[1], byte, _highs(node))
     elif kind == _REPEAT:
         item, low, high = node.args
         rest = repeat(item, max(low - 1, 0), UNBOUNDED if high == UNBOUNDED else high - 1)
@@ -214,7 +216,14 @@ _LEAD_RANGES = (  # lead byte range, continuation count, valid code point range
 )
 
 
-def _utf8_derivative(charset: cs.CharSet, pending: int, byte: int) -> Expr:
+def _highs(node: Expr) -> Tuple[int, ...]:
+    highs = node._highs
+    if highs is None:
+        highs = node._highs = tuple(r[1] for r in node.args[0])
+    return highs
+
+
+def _utf8_derivative(charset: cs.CharSet, pending: int, byte: int, highs: Tuple[int, ...] | None = None) -> Expr:
     if pending == 0:
         if byte < 0x80:
             return EPSILON if cs.contains(charset, byte) else NOTHING
@@ -224,7 +233,7 @@ def _utf8_derivative(charset: cs.CharSet, pending: int, byte: int) -> Expr:
                 interval_lo = (byte & (0x3F >> count)) * width
                 lo = max(interval_lo, valid_lo)
                 hi = min(interval_lo + width - 1, valid_hi)
-                sub = cs.intersect(charset, lo, hi)
+                sub = cs.intersect(charset, lo, hi, highs)
                 if lo != interval_lo or hi != interval_lo + width - 1:
                     # partial interval (E0, ED, F0, F4 leads): never "any continuation"
                     return _make(_UTF8, (sub, count), False) if sub else NOTHING
@@ -237,7 +246,7 @@ def _utf8_derivative(charset: cs.CharSet, pending: int, byte: int) -> Expr:
     remaining = pending - 1
     width = 1 << (6 * remaining)
     interval_lo = ((prefix << 6) | (byte & 0x3F)) * width
-    sub = cs.intersect(charset, interval_lo, interval_lo + width - 1)
+    sub = cs.intersect(charset, interval_lo, interval_lo + width - 1, highs)
     if not sub:
         return NOTHING
     if remaining == 0:
@@ -254,7 +263,13 @@ def cuts(node: Expr) -> Tuple[int, ...]:
         result: Tuple[int, ...] = ()
     elif kind == _BYTES:
         mask = node.args[0]
-        result = tuple(b for b in range(1, 256) if ((mask >> b) & 1) != ((mask >> (b - 1)) & 1))
+        changes = (mask ^ (mask << 1)) & _CUT_POSITIONS  # bit b set: byte b differs from b - 1
+        found = []
+        while changes:
+            low = changes & -changes
+            found.append(low.bit_length() - 1)
+            changes ^= low
+        result = tuple(found)
     elif kind == _UTF8:
         result = _utf8_cuts(node.args[0], node.args[1])
     elif kind == _CONCAT:
@@ -277,7 +292,7 @@ def _utf8_cuts(charset: cs.CharSet, pending: int) -> Tuple[int, ...]:
     """Byte classes of a UTF-8 leaf, from interval arithmetic (no nodes are built): bytes
     whose continuation set is empty, or the full interval, group into runs; a byte leading
     to a proper subset gets a class of its own. Work is O(ranges + bytes touched)."""
-    outcome: list = [None] * 256  # None: nothing; ("full", k): any k continuation bytes; else unique
+    outcome: dict = {}  # byte -> "ascii" | "end" | ("full", k) | byte (unique); absent: nothing
     if pending == 0:
         for lo, hi in charset:
             if lo >= 0x80:
@@ -293,10 +308,13 @@ def _utf8_cuts(charset: cs.CharSet, pending: int) -> Tuple[int, ...]:
         width = 1 << (6 * (pending - 1))
         base = (prefix << 6) * width - 0x80 * width  # interval of continuation byte b: b*width + base
         _mark(outcome, charset, 0x80, 0xBF, width, base, 0, cs.MAX_CODE_POINT, pending - 1)
-    return tuple(b for b in range(1, 256) if outcome[b] != outcome[b - 1])
+    get = outcome.get
+    candidates = set(outcome)
+    candidates.update(b + 1 for b in outcome)
+    return tuple(b for b in sorted(candidates) if 0 < b < 256 and get(b) != get(b - 1))
 
 
-def _mark(outcome: list, charset: cs.CharSet, byte_lo: int, byte_hi: int, width: int, base: int,
+def _mark(outcome: dict, charset: cs.CharSet, byte_lo: int, byte_hi: int, width: int, base: int,
           valid_lo: int, valid_hi: int, remaining: int) -> None:
     """Mark, for each byte b in [byte_lo, byte_hi] (covering code points
     [b*width+base, b*width+base+width-1] clipped to [valid_lo, valid_hi]), whether ``charset``

@@ -18,8 +18,9 @@ Invariants:
 from __future__ import annotations
 
 import threading
-from array import array
 import time
+from array import array
+from bisect import bisect_left
 
 import numpy as np
 
@@ -122,31 +123,34 @@ class LazyByteDfa:
             self._own_intervals[state] = own
         return own
 
-    def _target(self, state: int, interval: int) -> int:
-        """Next state for the ``interval``-th own interval of ``state`` (computed once)."""
+    def _compute(self, state: int, intervals) -> list[int | None]:
+        """Compute the targets of the given own intervals of ``state`` (those not known yet);
+        returns the state's target list."""
         own_starts, own_targets = self._own(state)
-        target = own_targets[interval]
-        if target is not None:
-            return target
         started = time.perf_counter()
-        nxt = d.derivative(self.states[state], own_starts[interval])
-        if nxt is d.NOTHING:
-            target = DEAD
-        else:
-            target = self._index.get(nxt.id)
+        node = self.states[state]
+        index = self._index
+        for interval in intervals:
+            if own_targets[interval] is not None:
+                continue
+            nxt = d.derivative(node, own_starts[interval])
+            if nxt is d.NOTHING:
+                own_targets[interval] = DEAD
+                continue
+            target = index.get(nxt.id)
             if target is None:
                 target = len(self.states)
                 if target >= self.limits.max_dfa_states:
                     raise LimitExceeded("max_dfa_states", target + 1, self.limits.max_dfa_states)
-                self._index[nxt.id] = target
+                index[nxt.id] = target
                 self.states.append(nxt)
                 self._rows.append(None)
                 self._own_intervals.append(None)
-        own_targets[interval] = target
+            own_targets[interval] = target
         self._elapsed += time.perf_counter() - started
         if self._elapsed > self.limits.max_compile_seconds:
             raise LimitExceeded("max_compile_seconds", round(self._elapsed, 3), self.limits.max_compile_seconds)
-        return target
+        return own_targets
 
     def expand(self, state: int) -> list[int]:
         """The whole row of ``state`` (every interval computed)."""
@@ -155,7 +159,7 @@ class LazyByteDfa:
             if row is not None:
                 return row
             own_starts, _ = self._own(state)
-            own_targets = [self._target(state, i) for i in range(len(own_starts))]
+            own_targets = self._compute(state, range(len(own_starts)))
             if len(own_starts) == 1:
                 row = own_targets * self.num_classes
             else:
@@ -195,16 +199,18 @@ class LazyByteDfa:
         (``states[known_states:]``)."""
         with self._lock:
             own_starts, _ = self._own(state)
-            which = self._interval_of_class(own_starts)
+            requested = self._interval_of_class(own_starts)[cls]
             if self.class_starts[cls] < 0x80:
-                wanted = {i for i, start in enumerate(own_starts) if start < 0x80}
-                wanted.add(which[cls])
+                computed = bisect_left(own_starts, 0x80)  # the ASCII intervals come first
+                self._compute(state, range(computed))
+                targets = self._compute(state, (requested,))
             else:
-                wanted = set(range(len(own_starts)))
+                computed = len(own_starts)
+                targets = self._compute(state, range(computed))
             runs = array("i")
             for first, last, interval in self._class_runs(own_starts):
-                if interval in wanted:
-                    runs.extend((first, last, self._target(state, interval)))
+                if interval < computed or interval == requested:
+                    runs.extend((first, last, targets[interval]))
             new = self.states[known_states:]
             accepting = bytes([1 if n.nullable else 0 for n in new])
             keys = array("q", [n.id for n in new]).tobytes()
