@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 
 import numpy as np
 
@@ -119,8 +119,8 @@ class LazyByteDfa:
         """The state's own byte intervals (their first bytes) and their targets so far."""
         own = self._own_intervals[state]
         if own is None:
-            own = ((0,) + d.cuts(self.states[state]), [None] * (len(d.cuts(self.states[state])) + 1))
-            self._own_intervals[state] = own
+            starts = (0,) + d.cuts(self.states[state])
+            own = self._own_intervals[state] = (starts, [None] * len(starts))
         return own
 
     def _compute(self, state: int, intervals) -> list[int | None]:
@@ -168,15 +168,13 @@ class LazyByteDfa:
             return row
 
     def _class_runs(self, own_starts: tuple[int, ...]) -> list[tuple[int, int, int]]:
-        """Maximal runs ``(first class, last class, own interval)`` of classes."""
+        """Runs ``(first class, last class, own interval)``: one per own interval (the global
+        classes refine the state's own intervals, so each interval starts a class)."""
         runs = self._runs_cache.get(own_starts)
         if runs is None:
-            which = self._interval_of_class(own_starts)
-            runs, first = [], 0
-            for k in range(1, self.num_classes + 1):
-                if k == self.num_classes or which[k] != which[first]:
-                    runs.append((first, k - 1, which[first]))
-                    first = k
+            class_of = self._class_of
+            ends = [class_of[start] - 1 for start in own_starts[1:]] + [self.num_classes - 1]
+            runs = [(class_of[start], end, i) for i, (start, end) in enumerate(zip(own_starts, ends))]
             self._runs_cache[own_starts] = runs
         return runs
 
@@ -199,7 +197,7 @@ class LazyByteDfa:
         (``states[known_states:]``)."""
         with self._lock:
             own_starts, _ = self._own(state)
-            requested = self._interval_of_class(own_starts)[cls]
+            requested = bisect_right(own_starts, self.class_starts[cls]) - 1
             if self.class_starts[cls] < 0x80:
                 computed = bisect_left(own_starts, 0x80)  # the ASCII intervals come first
                 self._compute(state, range(computed))
