@@ -22,6 +22,8 @@ LIMITS = tokamata.Limits(max_dfa_states=300)
 
 
 def _accepts(dfa: LazyByteDfa, text: str) -> bool:
+    if dfa.is_empty:  # the empty language (compile_regex refuses it)
+        return False
     state = dfa.run(text.encode("utf-8"))
     return state != DEAD and dfa.accepting(state)
 
