@@ -334,26 +334,20 @@ class Tokamata(Engine):
         self.vocab = tokamata.Vocabulary.from_tokenizer_json(tok.path, eos_token_ids=[tok.eos_id])
         if self.vocab.size != tok.vocab_size:
             raise Unavailable(f"tokamata vocabulary size {self.vocab.size} != {tok.vocab_size}")
-        try:
-            self.reset_caches()
-        except (ImportError, AttributeError) as e:
-            raise Unavailable(f"cannot reset tokamata's caches (internals changed?): {e!r}") from e
+        self.reset_caches()
 
     has_caches = True
 
     def reset_caches(self):
         # tokamata keeps two caches across compiles, so compiling a regex again is mostly cache
-        # hits: derivatives memoized on its process-wide interned expressions, and token rows
-        # shared by all constraints of one vocabulary. There is no public API to clear them;
-        # these are internals (checked at setup, see _check_cache_reset).
+        # hits: its process-wide interned expressions (with their memoized derivatives and
+        # byte classes) and the token rows shared by all constraints of one vocabulary.
+        # tokamata.clear_caches(vocab) drops both; the empty row cache is then created here,
+        # outside any timed region.
         from tokamata import trie as _trie
-        from tokamata.automata import derivatives as _derivatives
 
-        self.vocab.__dict__.pop(_trie._ROWS_ATTRIBUTE, None)
-        _trie.shared_rows(self.vocab)  # a new, empty cache (created outside any timed region)
-        for node in list(_derivatives._interned.values()):
-            node._derivatives.clear()
-            node._cuts = None
+        self.tk.clear_caches(self.vocab)
+        _trie.shared_rows(self.vocab)
 
     def compile(self, pattern):
         return self.tk.compile_regex(pattern, self.vocab)

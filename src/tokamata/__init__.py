@@ -16,7 +16,7 @@ extendable to a full match.
 """
 
 from .bitmask import allocate_bitmask, apply_bitmask
-from .compile import Constraint, compile_regex
+from .compile import Constraint, clear_caches, compile_regex
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
                      Unsupported, VocabularyError)
 from .limits import Limits
@@ -26,7 +26,7 @@ from .vocab import Vocabulary
 __version__ = "0.1.0"
 
 __all__ = [
-    "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
+    "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
     "InvalidArgument",
 ]

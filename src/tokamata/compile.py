@@ -21,7 +21,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .syntax.regex import parse_regex
 from .trie import core_trie, shared_rows
 
-__all__ = ["compile_regex", "Constraint"]
+__all__ = ["compile_regex", "Constraint", "clear_caches"]
 
 
 class Constraint:
@@ -88,3 +88,22 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constrai
     if dfa.is_empty:
         raise InvalidSyntax("the regex matches no string (empty language)", pattern, (0, len(pattern)))
     return Constraint(pattern, vocab, dfa, limits)
+
+
+def clear_caches(vocab=None) -> None:
+    """Release process-wide caches: the interned automaton expressions with their memoized
+    derivatives and, if ``vocab`` is given, the token rows shared by its constraints.
+
+    Long-running servers that compile many distinct constraints can call this now and then;
+    constraints and matchers that exist keep working (they hold what they use), later
+    compiles just start cold.
+
+    >>> import tokamata
+    >>> tokamata.clear_caches()
+    """
+    from .automata import derivatives
+    from .trie import drop_shared_rows
+
+    derivatives.clear_interned()
+    if vocab is not None:
+        drop_shared_rows(vocab)

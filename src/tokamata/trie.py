@@ -55,3 +55,9 @@ def shared_rows(vocab) -> "_core.SharedRowCache":
                 cache = _core.SharedRowCache(SHARED_ROWS_PER_VOCABULARY)
                 vocab.__dict__[_ROWS_ATTRIBUTE] = cache
     return cache
+
+
+def drop_shared_rows(vocab) -> None:
+    """Forget ``vocab``'s shared rows (constraints that use one keep it alive)."""
+    with _lock:
+        vocab.__dict__.pop(_ROWS_ATTRIBUTE, None)

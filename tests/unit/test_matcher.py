@@ -276,3 +276,14 @@ def test_core_learns_transitions_python_computed_first(vocab):
     m = c.matcher()
     assert allowed(m) == [0, 2, 3, 6, 8]
     assert m.consume(6) and allowed(m) == [7]
+
+
+def test_clear_caches_keeps_existing_constraints_working(vocab):
+    c = tokamata.compile_regex("(ab|c)+", vocab)
+    m = c.matcher()
+    assert m.consume(2)
+    tokamata.clear_caches(vocab)
+    fresh = tokamata.compile_regex("(ab|c)+", vocab).matcher()
+    assert m.consume(5) and fresh.consume(2) and fresh.consume(5)
+    assert allowed(m) == allowed(fresh)
+    assert m.is_accepting() and fresh.is_accepting()

@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 from bisect import bisect_right
 from typing import Dict, Tuple
@@ -33,6 +34,7 @@ _NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT = range(7)
 
 _lock = threading.Lock()
 _interned: Dict[tuple, "Expr"] = {}
+_next_id = itertools.count()  # ids are never reused, even after clear_interned()
 
 
 class Expr:
@@ -60,13 +62,27 @@ def _make(kind: int, args: tuple, nullable: bool) -> Expr:
         with _lock:
             node = _interned.get(key)
             if node is None:
-                node = Expr(kind, args, nullable, len(_interned))
+                node = Expr(kind, args, nullable, next(_next_id))
                 _interned[key] = node
     return node
 
 
 NOTHING = _make(_NOTHING, (), False)
 EPSILON = _make(_EPSILON, (), True)
+
+
+def clear_interned() -> int:
+    """Forget every interned expression (their memoized derivatives go with them) and
+    return how many there were. Constraints compiled before keep working: their states hold
+    their own expressions, and new expressions get fresh ids, so structural keys never
+    collide; equal expressions built before and after merely stop being shared."""
+    with _lock:
+        count = len(_interned)
+        _interned.clear()
+        _interned[(_NOTHING, ())] = NOTHING
+        _interned[(_EPSILON, ())] = EPSILON
+        utf8_char.cache_clear()
+    return count
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
 _CUT_POSITIONS = ((1 << 256) - 1) ^ 1  # bytes 1..255
@@ -90,7 +106,8 @@ def any_continuation(count: int) -> Expr:
 @functools.lru_cache(maxsize=4096)
 def utf8_char(charset: cs.CharSet) -> Expr:
     """One code point from ``charset`` (surrogates removed), as UTF-8 bytes."""
-    charset = cs.union(cs.intersect(charset, 0, 0xD7FF), cs.intersect(charset, 0xE000, cs.MAX_CODE_POINT))
+    # both parts are sorted and disjoint, and 0xD7FF / 0xE000 are not adjacent: no merge needed
+    charset = cs.intersect(charset, 0, 0xD7FF) + cs.intersect(charset, 0xE000, cs.MAX_CODE_POINT)
     if not charset:
         return NOTHING
     if charset[-1][1] < 0x80:
