@@ -41,7 +41,19 @@ def apply_bitmask_torch(logits, bitmask):
     view = logits.unsqueeze(0) if squeeze else logits
     if view.dim() != 2:
         raise InvalidArgument(f"logits must be [V] or [B, V], got shape {tuple(logits.shape)}")
-    allowed = bitmask_to_bool(bitmask, view.shape[1], device=view.device)
+    if view.device.type == "cpu":
+        import numpy as np
+
+        from ..bitmask import _unpack_numpy
+
+        mask = bitmask.numpy() if hasattr(bitmask, "numpy") else np.asarray(bitmask)
+        if mask.dtype != np.int32:
+            raise InvalidArgument(f"bitmask dtype must be int32, got {mask.dtype}")
+        if mask.ndim == 1:
+            mask = mask[None, :]
+        allowed = _torch().from_numpy(_unpack_numpy(mask, view.shape[1]))  # numpy unpacking is faster on CPU
+    else:
+        allowed = bitmask_to_bool(bitmask, view.shape[1], device=view.device)
     if allowed.shape[0] != view.shape[0]:
         raise InvalidArgument(f"bitmask batch {allowed.shape[0]} does not match logits batch {view.shape[0]}")
     view.masked_fill_(~allowed, float("-inf"))
