@@ -320,6 +320,15 @@ def _utf8_cuts(charset: cs.CharSet, pending: int) -> Tuple[int, ...]:
             width = 1 << (6 * count)
             base = (lead_lo & (0x3F >> count)) * width - lead_lo * width  # interval of b: (b*width + base)
             _mark(outcome, charset, lead_lo, lead_hi, width, base, valid_lo, valid_hi, count)
+    elif pending == 1:
+        # last continuation byte: byte 0x80 + (c & 0x3F) ends code point c; classes are the
+        # runs of the set within this 64-code-point block
+        base = charset[0][0] & ~0x3F
+        found = []
+        for lo, hi in charset:
+            found.append(0x80 + lo - base)
+            found.append(0x81 + hi - base)
+        return tuple(found)
     else:
         prefix = charset[0][0] >> (6 * pending)
         width = 1 << (6 * (pending - 1))
