@@ -31,6 +31,20 @@ from . import derivatives as d
 DEAD = -1
 _ALL_BYTES = np.arange(256)
 
+
+def _inside_character(node: d.Expr) -> bool:
+    """True when every string of ``node`` starts with a UTF-8 continuation byte."""
+    kind = node.kind
+    if kind == d._UTF8:
+        return node.args[1] > 0
+    if kind == d._BYTES:
+        return (node.args[0] & ~d._CONTINUATION_MASK) == 0
+    if kind == d._CONCAT:
+        return _inside_character(node.args[0])
+    if kind == d._ALT:
+        return all(_inside_character(m) for m in node.args)
+    return False
+
 __all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
 
 
@@ -119,8 +133,15 @@ class LazyByteDfa:
         """The state's own byte intervals (their first bytes) and their targets so far."""
         own = self._own_intervals[state]
         if own is None:
-            starts = (0,) + d.cuts(self.states[state])
-            own = self._own_intervals[state] = (starts, [None] * len(starts))
+            node = self.states[state]
+            starts = (0,) + d.cuts(node)
+            targets: list[int | None] = [None] * len(starts)
+            if _inside_character(node):  # only continuation bytes can follow: no derivative needed
+                for i, start in enumerate(starts):
+                    end = starts[i + 1] if i + 1 < len(starts) else 256
+                    if end <= 0x80 or start >= 0xC0:
+                        targets[i] = DEAD
+            own = self._own_intervals[state] = (starts, targets)
         return own
 
     def _compute(self, state: int, intervals) -> list[int | None]:
