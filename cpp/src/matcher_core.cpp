@@ -7,13 +7,7 @@
 namespace tokamata {
 
 MatcherCore::MatcherCore(std::shared_ptr<RegexCore> core, int32_t start_state)
-    : core_(std::move(core)), state_(start_state), start_state_(start_state) {}
-
-bool MatcherCore::accepting_now() const {
-  if (terminated_) return true;
-  if (const TokenRow* r = core_->cached_row(state_)) return r->accepting;
-  return false;  // callers compute the row first (see bindings)
-}
+    : core_(std::move(core)), state_(start_state) {}
 
 void MatcherCore::fill(const TokenRow& row, uint32_t* out, int64_t num_words) const {
   const int64_t own = static_cast<int64_t>(row.bits.size());

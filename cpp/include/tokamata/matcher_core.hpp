@@ -32,7 +32,6 @@ class MatcherCore {
   ConsumeStatus consume(int32_t token, const TokenRow& row);
   void consume_expanding(int32_t token);  // after kNeedsExpansion; without the GIL
   int32_t rollback(int32_t n);  // returns how many were undone (n, or fewer if history is short)
-  bool accepting_now() const;
   bool is_terminated() const { return terminated_; }
   int32_t state() const { return state_; }
   size_t history_length() const { return history_.size(); }
@@ -44,7 +43,6 @@ class MatcherCore {
   int32_t state_;
   bool terminated_ = false;
   std::vector<int32_t> history_;
-  int32_t start_state_;
 };
 
 }  // namespace tokamata

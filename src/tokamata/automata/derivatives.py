@@ -358,23 +358,6 @@ def _mark(outcome: dict, charset: cs.CharSet, byte_lo: int, byte_hi: int, width:
                 outcome[b] = b
 
 
-def is_ascii_only(node: Expr) -> bool:
-    """True when no leaf of ``node`` can produce a byte >= 0x80."""
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.kind == _UTF8:
-            return False
-        if n.kind == _BYTES and n.args[0] >> 0x80:
-            return False
-        if n.kind in (_CONCAT, _ALT, _REPEAT):
-            stack.extend(a for a in n.args if isinstance(a, Expr))
-    return True
-
-
 def _describe(node: Expr, depth: int = 0) -> str:
     if depth > 6:
         return "..."
