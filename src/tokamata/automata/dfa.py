@@ -211,8 +211,10 @@ class LazyByteDfa:
 
         A request for an ASCII class computes every own interval of ``state`` that starts
         below 0x80 (the trie walk meets ASCII bytes everywhere); a request for a non-ASCII
-        class computes the rest of the row too. So a state reached only through ASCII never
-        pays for the (often many) intervals of non-ASCII lead bytes, e.g. of Unicode ``\d``.
+        class computes the rest of the row too, except inside a UTF-8 character, where only
+        the continuation byte asked for is computed. So a state reached only through ASCII
+        never pays for the (often many) intervals of non-ASCII lead bytes, e.g. of Unicode
+        ``\d``, and no state is made for a partial character no token spells.
         Returns runs ``(first class, last class, target)`` as int32 triples, then the accepting
         flags and structural keys (int64) of the states the core does not know yet
         (``states[known_states:]``)."""
@@ -222,6 +224,9 @@ class LazyByteDfa:
             if self.class_starts[cls] < 0x80:
                 computed = bisect_left(own_starts, 0x80)  # the ASCII intervals come first
                 self._compute(state, range(computed))
+                targets = self._compute(state, (requested,))
+            elif _inside_character(self.states[state]):
+                computed = 0  # mid-character: only the continuation byte the walk met
                 targets = self._compute(state, (requested,))
             else:
                 computed = len(own_starts)
