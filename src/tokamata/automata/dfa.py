@@ -223,8 +223,8 @@ class LazyByteDfa:
             requested = bisect_right(own_starts, self.class_starts[cls]) - 1
             if self.class_starts[cls] < 0x80:
                 computed = bisect_left(own_starts, 0x80)  # the ASCII intervals come first
-                self._compute(state, range(computed))
-                targets = self._compute(state, (requested,))
+                wanted = range(computed) if requested < computed else [*range(computed), requested]
+                targets = self._compute(state, wanted)
             elif _inside_character(self.states[state]):
                 computed = 0  # mid-character: only the continuation byte the walk met
                 targets = self._compute(state, (requested,))
