@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import InvalidArgument
 
-__all__ = ["allocate_bitmask", "apply_bitmask", "check_bitmask", "bitmask_width"]
+__all__ = ["allocate_bitmask", "apply_bitmask", "check_bitmask", "bitmask_width", "token_bitmask_row"]
 
 
 def bitmask_width(vocab_size: int) -> int:
@@ -30,6 +30,22 @@ def allocate_bitmask(batch: int, vocab_size: int) -> np.ndarray:
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size <= 0:
         raise InvalidArgument(f"vocab_size must be a positive int, got {vocab_size!r}")
     return np.zeros((int(batch), bitmask_width(vocab_size)), dtype=np.int32)
+
+
+def token_bitmask_row(token_ids, vocab_size: int) -> np.ndarray:
+    """One int32 bitmask row of ``ceil(vocab_size/32)`` words allowing exactly ``token_ids``
+    (e.g. the EOS ids, for sequences that have finished).
+
+    >>> token_bitmask_row([0, 33], 40).tolist()
+    [1, 2]
+    """
+    row = np.zeros(bitmask_width(vocab_size), dtype=np.uint32)
+    for t in token_ids:
+        t = int(t)
+        if not 0 <= t < vocab_size:
+            raise InvalidArgument(f"token id {t} out of range [0, {vocab_size})")
+        row[t >> 5] |= np.uint32(1 << (t & 31))
+    return row.view(np.int32)
 
 
 def check_bitmask(bitmask, vocab_size: int):

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from tokamata.bitmask import token_bitmask_row
 from tokamata.errors import InvalidArgument
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,10 +102,7 @@ class LlamaLogitsProcessor:
         self.done = False  # an EOS token was consumed
         words = (self.vocab_size + 31) // 32
         self._bitmask = np.zeros((1, words), dtype=np.int32)
-        eos_only = np.zeros(words, dtype=np.uint32)
-        for t in self._eos:
-            eos_only[t >> 5] |= np.uint32(1 << (t & 31))
-        self._eos_only = eos_only.view(np.int32)
+        self._eos_only = token_bitmask_row(self._eos, self.vocab_size)
 
     def reset(self) -> None:
         """Forget the prompt and everything consumed."""

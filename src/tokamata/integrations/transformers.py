@@ -55,7 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'tokamata[transformers]'"
     ) from exc
 
-from tokamata.bitmask import apply_bitmask
+from tokamata.bitmask import apply_bitmask, token_bitmask_row
 from tokamata.errors import InvalidArgument
 
 __all__ = ["TokamataLogitsProcessor"]
@@ -111,10 +111,7 @@ class TokamataLogitsProcessor(LogitsProcessor):
         self._prompt: torch.Tensor | None = None
         self._rows: list[_Row] = []
         self._bitmask: np.ndarray | None = None
-        eos_only = np.zeros((self.vocab_size + 31) // 32, dtype=np.uint32)
-        for t in self._eos:
-            eos_only[t >> 5] |= np.uint32(1 << (t & 31))
-        self._eos_only = eos_only.view(np.int32)
+        self._eos_only = token_bitmask_row(self._eos, self.vocab_size)
 
     def reset(self) -> None:
         """Forget all rows; the next call starts a new generation."""
