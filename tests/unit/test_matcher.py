@@ -287,3 +287,13 @@ def test_clear_caches_keeps_existing_constraints_working(vocab):
     assert m.consume(5) and fresh.consume(2) and fresh.consume(5)
     assert allowed(m) == allowed(fresh)
     assert m.is_accepting() and fresh.is_accepting()
+
+
+def test_token_bitmask_row():
+    from tokamata.bitmask import token_bitmask_row
+
+    row = token_bitmask_row([0, 33, 69], 70)
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+    assert np.flatnonzero(bits).tolist() == [0, 33, 69] and row.dtype == np.int32 and row.shape == (3,)
+    with pytest.raises(tokamata.InvalidArgument):
+        token_bitmask_row([70], 70)
