@@ -50,7 +50,7 @@ def spell_out(pattern: str) -> str:
     and lazy quantifiers made greedy."""
     ascii_only = bool(re.compile(pattern).flags & re.ASCII)
     out = []
-    i, in_class, class_start = 0, False, 0
+    i, in_class = 0, False
     while i < len(pattern):
         c = pattern[i]
         if c == "\\" and i + 1 < len(pattern):
@@ -63,7 +63,7 @@ def spell_out(pattern: str) -> str:
             i += 2
             continue
         if not in_class and c == "[":
-            in_class, class_start = True, i
+            in_class = True
             out.append(c)
             i += 1
             if i < len(pattern) and pattern[i] == "^":
@@ -146,36 +146,24 @@ class Oracle:
         return False
 
     def _completions(self, tail: bytes) -> list[int]:
+        """Representative code points whose UTF-8 encoding starts with ``tail`` (1-3 bytes)."""
         lead = tail[0]
         need = 1 if 0xC2 <= lead <= 0xDF else 2 if 0xE0 <= lead <= 0xEF else 3 if 0xF0 <= lead <= 0xF4 else 0
         if need == 0 or len(tail) > need:
             return []
-        missing = need + 1 - len(tail)
-        low = _decode_or_none(tail + b"\x80" * missing)
-        lo = hi = None
-        # smallest and largest valid completions (E0/ED/F0/F4 restrict the second byte)
-        for second_lo in range(0x80, 0xC0):
-            cand = tail + bytes([second_lo]) + b"\x80" * (missing - 1) if len(tail) == 1 else None
-            if cand is None:
-                break
-            if _decode_or_none(cand) is not None:
-                lo = ord(_decode_or_none(cand))
-                break
-        for second_hi in range(0xBF, 0x7F, -1):
-            cand = tail + bytes([second_hi]) + b"\xbf" * (missing - 1) if len(tail) == 1 else None
-            if cand is None:
-                break
-            if _decode_or_none(cand) is not None:
-                hi = ord(_decode_or_none(cand))
-                break
-        if len(tail) > 1:
-            low = _decode_or_none(tail + b"\x80" * missing)
-            high = _decode_or_none(tail + b"\xbf" * missing)
-            if low is None or high is None:
-                return []
-            lo, hi = ord(low), ord(high)
-        if lo is None or hi is None:
+        # smallest and largest completions: pad with the lowest / highest continuation byte,
+        # the second byte clamped to what the lead allows (E0, ED, F0 and F4 restrict it)
+        second_lo, second_hi = _SECOND_BYTE.get(lead, (0x80, 0xBF))
+        if len(tail) == 1:
+            low, high = tail + bytes([second_lo]), tail + bytes([second_hi])
+        else:
+            low = high = tail
+        low += b"\x80" * (need + 1 - len(low))
+        high += b"\xbf" * (need + 1 - len(high))
+        lo_char, hi_char = _decode_or_none(low), _decode_or_none(high)
+        if lo_char is None or hi_char is None:
             return []
+        lo, hi = ord(lo_char), ord(hi_char)
         candidates = {lo, hi}
         for p in self.points:
             for q in (p - 1, p, p + 1):
@@ -205,6 +193,9 @@ class Oracle:
         except UnicodeDecodeError:
             pass
         return allowed
+
+
+_SECOND_BYTE = {0xE0: (0xA0, 0xBF), 0xED: (0x80, 0x9F), 0xF0: (0x90, 0xBF), 0xF4: (0x80, 0x8F)}
 
 
 def _decode_or_none(data: bytes):

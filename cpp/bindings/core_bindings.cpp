@@ -126,16 +126,7 @@ NB_MODULE(_core, m) {
       .def(nb::new_(&make_regex_core), "trie"_a, "shared_rows"_a.none(), "class_map"_a, "num_classes"_a,
            "initial_accepting"_a, "initial_keys"_a, "eos_ids"_a, "max_states"_a, "expand"_a)
       .def_prop_ro("num_states", &RegexCore::num_states)
-      .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows)
-      .def("row_bits", [](RegexCore& c, int32_t state) {
-        if (state < 0 || state >= c.num_states()) throw nb::index_error("state out of range");
-        const TokenRow* row = c.cached_row(state);
-        if (!row) {
-          nb::gil_scoped_release release;
-          row = c.compute_row(state);
-        }
-        return nb::bytes(reinterpret_cast<const char*>(row->bits.data()), row->bits.size() * 4);
-      });
+      .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows);
 
   nb::class_<MatcherCore>(m, "MatcherCore")
       .def(nb::init<std::shared_ptr<RegexCore>>(), "core"_a)

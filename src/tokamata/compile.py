@@ -39,6 +39,7 @@ class Constraint:
         self.pattern = pattern
         self.vocab = vocab
         self.limits = limits
+        self.vocab_size = int(vocab.size)  #: logit columns (ids past the tokenizer's are padding)
         self._dfa = dfa
         eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)
         self._core = _core.RegexCore(
@@ -46,10 +47,6 @@ class Constraint:
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
             eos, limits.max_dfa_states, dfa.expand_for_core)
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self.vocab.size)
 
     @property
     def num_states(self) -> int:

@@ -297,3 +297,38 @@ def test_token_bitmask_row():
     assert np.flatnonzero(bits).tolist() == [0, 33, 69] and row.dtype == np.int32 and row.shape == (3,)
     with pytest.raises(tokamata.InvalidArgument):
         token_bitmask_row([70], 70)
+
+
+def test_trie_layout_is_dfs_order_with_subtree_sizes_and_pops():
+    """The trie arrays follow seed 001's layout: walking them rebuilds every token's bytes."""
+    from tokamata.trie import core_trie
+
+    words = [b"a", b"ab", b"abc", b"b", b"ba", b"c", b"ab", None, b""]
+    vocab = tokamata.Vocabulary.from_token_bytes(words, eos_token_ids=[7])
+    byte, begin, count, subtree, parents, token_ids = core_trie(vocab).arrays()
+    n = len(byte)
+    assert subtree[0] == n
+    # rebuild the path of every node from levels implied by the pop counts
+    spelled, path, level = {}, [], 0
+    for p in range(1, n):
+        path = path[: level]
+        path.append(byte[p])
+        for k in range(count[p]):
+            spelled[token_ids[begin[p] + k]] = bytes(path)
+        assert p + subtree[p] <= n
+        # a node with children is followed by its first child; after a leaf, pop its parents
+        level = len(path) if subtree[p] > 1 else len(path) - parents[p]
+    assert spelled == {0: b"a", 1: b"ab", 2: b"abc", 3: b"b", 4: b"ba", 5: b"c", 6: b"ab"}
+    assert [bytes([b]) for b in byte[1:]] == [b"a", b"b", b"c", b"b", b"a", b"c"]  # DFS, sorted
+
+
+def test_rows_are_cached_per_state(vocab):
+    c = tokamata.compile_regex("(ab|c)*", vocab)
+    m = c.matcher()
+    m.allowed_tokens()
+    assert c._core.num_cached_rows == 1
+    assert m.consume(2) and m.consume(5)  # "ab" then "c": the derivative is the start again
+    m.allowed_tokens()
+    m.rollback(2)
+    m.allowed_tokens()
+    assert c._core.num_cached_rows == 1  # revisiting a state costs a lookup, not a walk

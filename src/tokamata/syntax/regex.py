@@ -180,7 +180,7 @@ class _Parser:
         if kind in ("\\b", "\\B"):
             raise self.error_unsupported("word boundary " + kind, start)
         if kind in ("^", "\\A"):
-            if top and first and not (kind == "^" and self.flags & _MULTILINE and False):
+            if top and first:
                 return
             raise self.error_unsupported(f"anchor {kind} inside the pattern", start)
         # "$" / "\Z": allowed only where nothing can follow within this top-level option
