@@ -37,6 +37,14 @@ class Limits:
     max_dfa_states: int = 10_000
     #: wall-clock seconds spent building automaton states for one constraint, in total
     max_compile_seconds: float = 10.0
+    #: grammar size: symbols over all rules (each rule counts its right-hand side plus one)
+    max_grammar_symbols: int = 200_000
+    #: Earley items in one parser set (one step of the parser)
+    max_earley_items: int = 50_000
+    #: parser states (Earley sets) one grammar constraint keeps, over all its matchers
+    max_parser_states: int = 1_000_000
+    #: simultaneous (parser, lexer) configurations one matcher tracks (lexing ambiguity)
+    max_lexer_configurations: int = 1_000
 
     def __post_init__(self) -> None:
         for name, value in self.__dict__.items():

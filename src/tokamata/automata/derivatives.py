@@ -26,11 +26,11 @@ from typing import Dict, Tuple
 from . import charset as cs
 
 __all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
-           "repeat", "derivative", "cuts", "UNBOUNDED"]
+           "repeat", "derivative", "cuts", "UNBOUNDED", "mark", "end_marks", "text_until"]
 
 UNBOUNDED = -1
 
-_NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT = range(7)
+_NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT, _MARK, _UNTIL = range(9)
 
 _lock = threading.Lock()
 _interned: Dict[tuple, "Expr"] = {}
@@ -82,6 +82,7 @@ def clear_interned() -> int:
         _interned[(_NOTHING, ())] = NOTHING
         _interned[(_EPSILON, ())] = EPSILON
         utf8_char.cache_clear()
+        _end_marks.clear()
     return count
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
@@ -127,6 +128,87 @@ def _utf8_pending(charset: cs.CharSet, pending: int, interval_lo: int) -> Expr:
     if charset == ((interval_lo, interval_lo + width - 1),):
         return any_continuation(pending)
     return _make(_UTF8, (charset, pending), False)
+
+
+def mark(tag: int) -> Expr:
+    """The empty string, tagged: a lexer appends ``mark(i)`` to terminal ``i`` so that a state
+    knows which terminals may end where it is (:func:`end_marks`). Derivative: ``NOTHING``."""
+    return _make(_MARK, (tag,), True)
+
+
+def end_marks(node: Expr) -> Tuple[int, ...]:
+    """Sorted tags of the marks ``node`` can reach through the empty string: the terminals
+    that may end here (marks only ever end a concatenation)."""
+    found = _end_marks.get(node.id)
+    if found is None:
+        tags: set[int] = set()
+        _collect_marks(node, tags)
+        found = _end_marks[node.id] = tuple(sorted(tags))
+    return found
+
+
+_end_marks: Dict[int, Tuple[int, ...]] = {}
+
+
+def _collect_marks(node: Expr, tags: set) -> None:
+    if not node.nullable:
+        return
+    kind = node.kind
+    if kind == _MARK:
+        tags.add(node.args[0])
+    elif kind == _CONCAT:
+        _collect_marks(node.args[0], tags)
+        _collect_marks(node.args[1], tags)
+    elif kind == _ALT:
+        for member in node.args:
+            _collect_marks(member, tags)
+    elif kind == _REPEAT:
+        _collect_marks(node.args[0], tags)
+
+
+def text_until(stop: bytes) -> Expr:
+    """Valid UTF-8 text that does not contain ``stop``, followed by ``stop`` (seed 000's
+    TEXT_UNTIL): the stop string ends the lexeme the first time it appears. ``stop`` must be
+    non-empty valid UTF-8."""
+    if not stop:
+        raise ValueError("text_until needs a non-empty stop string")
+    stop.decode("utf-8")  # raises on invalid UTF-8
+    return _make(_UNTIL, (bytes(stop), 0, None), False)
+
+
+@functools.lru_cache(maxsize=256)
+def _failure(stop: bytes) -> Tuple[int, ...]:
+    """KMP failure function of ``stop``."""
+    fail = [0] * len(stop)
+    k = 0
+    for i in range(1, len(stop)):
+        while k and stop[i] != stop[k]:
+            k = fail[k - 1]
+        if stop[i] == stop[k]:
+            k += 1
+        fail[i] = k
+    return tuple(fail)
+
+
+def _kmp_step(stop: bytes, matched: int, byte: int) -> int:
+    fail = _failure(stop)
+    while matched and (matched == len(stop) or stop[matched] != byte):
+        matched = fail[matched - 1]
+    return matched + 1 if stop[matched] == byte else 0
+
+
+def _any_char() -> Expr:
+    return utf8_char(((0, cs.MAX_CODE_POINT),))
+
+
+def _until_derivative(stop: bytes, matched: int, pending, byte: int) -> Expr:
+    leaf = derivative(_any_char() if pending is None else pending, byte)
+    if leaf is NOTHING:
+        return NOTHING
+    matched = _kmp_step(stop, matched, byte)
+    if matched == len(stop):  # stop is valid UTF-8, so it ends where a character ends
+        return EPSILON if leaf is EPSILON else NOTHING
+    return _make(_UNTIL, (stop, matched, None if leaf is EPSILON else leaf), False)
 
 
 def concat(first: Expr, second: Expr) -> Expr:
@@ -220,7 +302,9 @@ def derivative(node: Expr, byte: int) -> Expr:
         item, low, high = node.args
         rest = repeat(item, max(low - 1, 0), UNBOUNDED if high == UNBOUNDED else high - 1)
         result = concat(derivative(item, byte), rest)
-    else:  # NOTHING, EPSILON
+    elif kind == _UNTIL:
+        result = _until_derivative(node.args[0], node.args[1], node.args[2], byte)
+    else:  # NOTHING, EPSILON, MARK
         result = NOTHING
     node._derivatives[cls] = result
     return result
@@ -276,8 +360,14 @@ def cuts(node: Expr) -> Tuple[int, ...]:
     if node._cuts is not None:
         return node._cuts
     kind = node.kind
-    if kind == _NOTHING or kind == _EPSILON:
+    if kind == _NOTHING or kind == _EPSILON or kind == _MARK:
         result: Tuple[int, ...] = ()
+    elif kind == _UNTIL:
+        stop, _, pending = node.args
+        found = set(cuts(_any_char() if pending is None else pending))
+        for b in set(stop):
+            found.update((b, b + 1))
+        result = tuple(sorted(c for c in found if 0 < c < 256))
     elif kind == _BYTES:
         mask = node.args[0]
         changes = (mask ^ (mask << 1)) & _CUT_POSITIONS  # bit b set: byte b differs from b - 1
@@ -374,6 +464,10 @@ def _describe(node: Expr, depth: int = 0) -> str:
         return f"[{len(members)} bytes]"
     if kind == _UTF8:
         return f"<{cs.size(node.args[0])} chars, {node.args[1]} pending>"
+    if kind == _MARK:
+        return f"#{node.args[0]}"
+    if kind == _UNTIL:
+        return f"<text until {node.args[0]!r}, {node.args[1]} matched>"
     if kind == _CONCAT:
         return _describe(node.args[0], depth + 1) + _describe(node.args[1], depth + 1)
     if kind == _ALT:

@@ -43,6 +43,8 @@ def _inside_character(node: d.Expr) -> bool:
         return _inside_character(node.args[0])
     if kind == d._ALT:
         return all(_inside_character(m) for m in node.args)
+    if kind == d._UNTIL:
+        return node.args[2] is not None and _inside_character(node.args[2])
     return False
 
 __all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
@@ -63,7 +65,7 @@ def global_class_starts(root: d.Expr) -> tuple[int, ...]:
             cuts.update(c for c in node_cuts if c <= 0x80)
             if node.args[0] >> 0x80:
                 non_ascii = True
-        elif node.kind == d._UTF8:
+        elif node.kind == d._UTF8 or node.kind == d._UNTIL:
             non_ascii = True
             cuts.update(c for c in d.cuts(node) if c <= 0x80)
         else:

@@ -1,0 +1,180 @@
+"""The grammar IR every front end produces: BNF rules over terminals; a terminal is a byte
+language (an interned expression) or a special token.
+
+Invariants (checked by :func:`check_grammar`, which every front end calls last):
+- Symbols in a rule's right-hand side are ints: terminal ``i`` is ``i`` (``i >= 0``),
+  nonterminal ``j`` is ``-(j + 1)`` (see :func:`nonterminal`, :func:`is_terminal`).
+- A byte terminal's expression is not ``NOTHING`` and does not match the empty string (a
+  zero-width lexeme would make lexing loop); a special-token terminal has ``expr is None``
+  and names the vocabulary ids that spell it.
+- Every nonterminal is productive (derives some terminal string) and reachable from the
+  start symbol once checked; the language is not empty.
+- Ignored terminals (``%ignore``) may occur between any two lexemes and at both ends; they
+  never reach the parser.
+- ``origin`` is the 1-based (line, column) where the user wrote the thing, for messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..automata import derivatives as d
+from ..errors import InvalidSyntax, LimitExceeded
+from ..limits import Limits
+
+__all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar"]
+
+
+def nonterminal(index: int) -> int:
+    """The symbol of nonterminal ``index`` in a right-hand side."""
+    return -(index + 1)
+
+
+def is_terminal(symbol: int) -> bool:
+    return symbol >= 0
+
+
+def nonterminal_index(symbol: int) -> int:
+    return -symbol - 1
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A lexeme class: ``expr`` (bytes) or, for a special token, ``token_ids`` and no expr."""
+
+    name: str
+    expr: d.Expr | None
+    token_ids: tuple[int, ...] = ()
+    origin: tuple[int, int] | None = None
+
+    @property
+    def is_special(self) -> bool:
+        return self.expr is None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``lhs -> rhs``; ``lhs`` is a nonterminal index, ``rhs`` a tuple of symbols."""
+
+    lhs: int
+    rhs: tuple[int, ...]
+    origin: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A context-free grammar over terminals. ``source`` is the user's text, for messages."""
+
+    terminals: tuple[Terminal, ...]
+    nonterminals: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    start: int
+    ignore: tuple[int, ...] = ()
+    source: str = field(default="", compare=False)
+
+    def describe(self, symbol: int) -> str:
+        if is_terminal(symbol):
+            return self.terminals[symbol].name
+        return self.nonterminals[nonterminal_index(symbol)]
+
+
+def _where(origin: tuple[int, int] | None) -> str:
+    return f" (line {origin[0]}, column {origin[1]})" if origin else ""
+
+
+def _span(source: str, origin: tuple[int, int] | None) -> tuple[int, int] | None:
+    if not origin or not source:
+        return None
+    lines = source.split("\n")
+    line, column = origin
+    if not 1 <= line <= len(lines):
+        return None
+    start = sum(len(text) + 1 for text in lines[: line - 1]) + column - 1
+    return (start, min(start + 1, len(source)))
+
+
+def _error(grammar: Grammar, message: str, origin: tuple[int, int] | None) -> InvalidSyntax:
+    return InvalidSyntax(message + _where(origin), grammar.source or None, _span(grammar.source, origin))
+
+
+def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
+    """Validate ``grammar`` and return it without unreachable rules.
+
+    Raises :class:`InvalidSyntax` (with line and column) for symbols out of range, empty or
+    zero-width terminals, unproductive nonterminals and an empty language, and
+    :class:`LimitExceeded` (``max_grammar_symbols``) for grammars too large.
+    """
+    size = sum(len(rule.rhs) + 1 for rule in grammar.rules)
+    if size > limits.max_grammar_symbols:
+        raise LimitExceeded("max_grammar_symbols", size, limits.max_grammar_symbols)
+    num_terminals = len(grammar.terminals)
+    num_nonterminals = len(grammar.nonterminals)
+    if not 0 <= grammar.start < num_nonterminals:
+        raise _error(grammar, "the start rule is not defined", None)
+    for terminal in grammar.terminals:
+        if terminal.expr is None:
+            if not terminal.token_ids:
+                raise _error(grammar, f"special token {terminal.name} has no token id", terminal.origin)
+            continue
+        if terminal.expr is d.NOTHING:
+            raise _error(grammar, f"terminal {terminal.name} matches nothing", terminal.origin)
+        if terminal.expr.nullable:
+            raise _error(grammar, f"terminal {terminal.name} matches the empty string "
+                                  "(zero-width terminals are not allowed)", terminal.origin)
+    for index in grammar.ignore:
+        if not 0 <= index < num_terminals or grammar.terminals[index].expr is None:
+            raise _error(grammar, "%ignore needs a text terminal", None)
+    for rule in grammar.rules:
+        if not 0 <= rule.lhs < num_nonterminals:
+            raise _error(grammar, "rule for an undefined nonterminal", rule.origin)
+        for symbol in rule.rhs:
+            if is_terminal(symbol):
+                if symbol >= num_terminals:
+                    raise _error(grammar, f"undefined terminal #{symbol}", rule.origin)
+            elif nonterminal_index(symbol) >= num_nonterminals:
+                raise _error(grammar, f"undefined rule #{nonterminal_index(symbol)}", rule.origin)
+
+    # productive nonterminals: fixpoint
+    productive = [False] * num_nonterminals
+    changed = True
+    while changed:
+        changed = False
+        for rule in grammar.rules:
+            if not productive[rule.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)] for s in rule.rhs):
+                productive[rule.lhs] = changed = True
+    if not productive[grammar.start]:
+        raise _error(grammar, f"the grammar's language is empty: {grammar.nonterminals[grammar.start]} "
+                              "derives no finite string", _first_origin(grammar, grammar.start))
+    # reachable from start through productive rules only
+    by_lhs: dict[int, list[Rule]] = {}
+    for rule in grammar.rules:
+        if all(is_terminal(s) or productive[nonterminal_index(s)] for s in rule.rhs):
+            by_lhs.setdefault(rule.lhs, []).append(rule)
+    reachable = {grammar.start}
+    stack = [grammar.start]
+    while stack:
+        for rule in by_lhs.get(stack.pop(), ()):
+            for symbol in rule.rhs:
+                if not is_terminal(symbol):
+                    j = nonterminal_index(symbol)
+                    if j not in reachable:
+                        reachable.add(j)
+                        stack.append(j)
+    # an unproductive nonterminal that a reachable rule mentions is an error (it is dead code
+    # the user most likely did not intend)
+    for rule in grammar.rules:
+        if rule.lhs in reachable:
+            for symbol in rule.rhs:
+                if not is_terminal(symbol) and not productive[nonterminal_index(symbol)]:
+                    name = grammar.nonterminals[nonterminal_index(symbol)]
+                    raise _error(grammar, f"rule {name} is unproductive: it derives no finite string",
+                                 _first_origin(grammar, nonterminal_index(symbol)) or rule.origin)
+    rules = tuple(rule for rule in grammar.rules if rule.lhs in reachable)
+    return Grammar(grammar.terminals, grammar.nonterminals, rules, grammar.start, grammar.ignore, grammar.source)
+
+
+def _first_origin(grammar: Grammar, nonterminal_index_: int) -> tuple[int, int] | None:
+    for rule in grammar.rules:
+        if rule.lhs == nonterminal_index_ and rule.origin:
+            return rule.origin
+    return None
