@@ -17,6 +17,10 @@ Invariants of a :class:`Vocabulary` ``v``:
   id only where the constraint accepts; it is never text.
 - ``v.special_token_ids`` is the sorted tuple of ids ``i < len(v.token_bytes)`` with
   ``v.token_bytes[i] is None`` (so it includes the EOS ids).
+- ``v.special_token_names`` maps the text of each control / special token the source names
+  (``added_tokens`` marked special in a ``tokenizer.json``, control tokens of a GGUF file, the
+  ``special_tokens`` argument of ``from_token_bytes``) to its sorted ids; every such id is in
+  ``v.special_token_ids``. Grammars use it to resolve ``<|eot_id|>``.
 - ``v.size >= len(v.token_bytes)`` is the number of logits columns (``len(v) == v.size``); ids in
   ``[len(v.token_bytes), v.size)`` are padding of the model's embedding matrix and are never
   allowed.
@@ -69,6 +73,7 @@ import os
 import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from .errors import InvalidArgument, VocabularyError
@@ -127,6 +132,7 @@ class Vocabulary:
         kind: str = KIND_BYTES,
         add_prefix_space: bool = False,
         name: str = "",
+        special_token_names: Mapping[str, int | Sequence[int]] | None = None,
     ) -> None:
         tokens = _normalize_tokens(token_bytes)
         n = len(tokens)
@@ -154,6 +160,8 @@ class Vocabulary:
         self._kind = kind
         self._add_prefix_space = bool(add_prefix_space)
         self._name = name
+        self._special_token_names: Mapping[str, tuple[int, ...]] = MappingProxyType(
+            _check_special_names(special_token_names or {}, tokens))
 
     # ----------------------------------------------------------------- read-only attributes
 
@@ -177,6 +185,12 @@ class Vocabulary:
         """Sorted tokenizer ids whose ``token_bytes`` entry is ``None`` (EOS included,
         padding ids ``>= len(token_bytes)`` excluded)."""
         return self._special_token_ids
+
+    @property
+    def special_token_names(self) -> Mapping[str, tuple[int, ...]]:
+        """Text of each named control / special token -> its sorted ids (read-only; empty when
+        the source names none). Every id is in :attr:`special_token_ids`."""
+        return self._special_token_names
 
     @property
     def kind(self) -> str:
@@ -231,10 +245,14 @@ class Vocabulary:
         eos_token_ids: Iterable[int],
         *,
         size: int | None = None,
+        special_tokens: Mapping[str, int | Sequence[int]] | None = None,
     ) -> Vocabulary:
         """A vocabulary from explicit byte strings: ``tokens[i]`` is the text of id ``i``,
-        ``None`` for a control token. ``eos_token_ids`` must be non-empty."""
-        return cls(tokens, eos_token_ids, size=size, kind=KIND_BYTES, name="")
+        ``None`` for a control token. ``eos_token_ids`` must be non-empty.
+        ``special_tokens`` names control tokens (``{"<|eot_id|>": 3}``); each id must be one whose
+        entry is ``None`` (or an EOS id), else :class:`InvalidArgument`."""
+        return cls(tokens, eos_token_ids, size=size, kind=KIND_BYTES, name="",
+                   special_token_names=special_tokens)
 
     @classmethod
     def from_tokenizer_json(
@@ -339,8 +357,15 @@ class Vocabulary:
         if not eos:
             raise VocabularyError(f"{file!r}: no EOS token (no tokenizer.ggml.eos_token_id and "
                                   "no control token named like one)")
+        control: dict[str, list[int]] = {}
+        for i, ty in enumerate(types):
+            if ty == _GGUF_CONTROL:
+                try:
+                    control.setdefault(tokens[i].decode("utf-8"), []).append(i)
+                except UnicodeDecodeError:
+                    pass  # a control token without a UTF-8 name cannot be named in a grammar
         return cls(result, sorted(eos), size=size, kind=kind,
-                   add_prefix_space=add_prefix_space, name=label)
+                   add_prefix_space=add_prefix_space, name=label, special_token_names=control)
 
 
 # ------------------------------------------------------------------------ argument checks
@@ -356,6 +381,33 @@ def _as_int(value: object, what: str) -> int:
     if result < 0:
         raise InvalidArgument(f"{what} must be >= 0, got {result}")
     return result
+
+
+def _check_special_names(names: Mapping[str, int | Sequence[int]],
+                         tokens: tuple[bytes | None, ...]) -> dict[str, tuple[int, ...]]:
+    if not isinstance(names, Mapping):
+        raise InvalidArgument(f"special tokens must be a mapping from text to ids, got "
+                              f"{type(names).__name__}")
+    out: dict[str, tuple[int, ...]] = {}
+    for text, value in names.items():
+        if not isinstance(text, str) or not text:
+            raise InvalidArgument(f"a special token's text must be a non-empty str, got {text!r}")
+        raw = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
+            raise InvalidArgument(f"special token {text!r}: ids must be an int or a sequence of "
+                                  f"ints, got {value!r}")
+        ids = sorted({_as_int(i, f"special token {text!r} id") for i in raw})
+        if not ids:
+            raise InvalidArgument(f"special token {text!r} has no id")
+        for i in ids:
+            if not 0 <= i < len(tokens):
+                raise InvalidArgument(f"special token {text!r}: id {i} is not a token id in "
+                                      f"[0, {len(tokens)})")
+            if tokens[i] is not None:
+                raise InvalidArgument(f"special token {text!r}: id {i} is text "
+                                      f"({tokens[i]!r}); a special token's entry must be None")
+        out[text] = tuple(ids)
+    return out
 
 
 def _normalize_tokens(tokens: Sequence[Any]) -> tuple[bytes | None, ...]:
@@ -577,10 +629,12 @@ def _from_tokenizer_data(
     if isinstance(unk_id, int) and 0 <= unk_id < n:
         tokens[unk_id] = None
     special_by_text: dict[str, int] = {}
+    special_names: dict[str, list[int]] = {}
     for i, (content, special) in added.items():
         if special:
             tokens[i] = None
             special_by_text.setdefault(content, i)
+            special_names.setdefault(content, []).append(i)
         else:
             tokens[i] = content.encode("utf-8")
 
@@ -596,7 +650,7 @@ def _from_tokenizer_data(
                 f"no special token named {sorted(WELL_KNOWN_EOS_NAMES)}; pass eos_token_ids=")
         eos_token_ids = sorted(eos)
     return cls(tokens, eos_token_ids, size=size, kind=kind, add_prefix_space=add_prefix_space,
-               name=label)
+               name=label, special_token_names=special_names)
 
 
 def _token_id_by_text(data: Mapping[str, Any], text: str) -> int | None:
