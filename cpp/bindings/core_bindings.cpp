@@ -6,8 +6,10 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "tokamata/grammar_walk.hpp"
 #include "tokamata/matcher_core.hpp"
 #include "tokamata/token_row.hpp"
 #include "tokamata/token_trie.hpp"
@@ -89,6 +91,37 @@ void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
          static_cast<int64_t>(bitmask.shape(1)));
 }
 
+using Words = nb::ndarray<uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// Wraps boundary(parser, state, known_states) -> (pairs: int32 bytes of (parser, start state)
+// pairs, accepting: bytes and keys: int64 bytes of the lexer states it added).
+GrammarCore::Boundary python_boundary(nb::object boundary, LazyDfa& dfa) {
+  return [boundary, &dfa](int32_t parser, int32_t state, std::vector<Config>& out) {
+    nb::gil_scoped_acquire acquire;
+    nb::tuple parts = nb::cast<nb::tuple>(boundary(parser, state, dfa.num_states()));
+    nb::bytes pairs = nb::cast<nb::bytes>(parts[0]);
+    nb::bytes accepting = nb::cast<nb::bytes>(parts[1]);
+    nb::bytes keys = nb::cast<nb::bytes>(parts[2]);
+    if (keys.size() != accepting.size() * 8) throw std::logic_error("boundary: one key per new state");
+    if (pairs.size() % 8 != 0) throw std::logic_error("boundary: pairs are int32 pairs");
+    dfa.add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()),
+                   reinterpret_cast<const int64_t*>(keys.c_str()), static_cast<int32_t>(accepting.size()));
+    const int32_t* data = reinterpret_cast<const int32_t*>(pairs.c_str());
+    for (size_t i = 0; i < pairs.size() / 8; ++i) {
+      if (data[2 * i + 1] < 0 || data[2 * i + 1] >= dfa.num_states()) throw std::logic_error("boundary: bad state");
+      out.push_back(Config{data[2 * i], data[2 * i + 1]});
+    }
+  };
+}
+
+void check_words(const Words& out, const RegexCore& core) {
+  if (static_cast<int64_t>(out.shape(0)) != core.num_words()) throw nb::value_error("row buffer has the wrong length");
+}
+
+void check_state(const RegexCore& core, int32_t state) {
+  if (state < 0 || state >= core.num_states()) throw nb::value_error("lexer state out of range");
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -128,6 +161,43 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_states", &RegexCore::num_states)
       .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows);
 
+  nb::class_<GrammarCore>(m, "GrammarCore")
+      .def(nb::new_([](std::shared_ptr<RegexCore> lexer) { return std::make_shared<GrammarCore>(std::move(lexer)); }),
+           "lexer"_a)
+      .def("inside_row", [](GrammarCore& g, int32_t state, Words out) {
+        RegexCore& core = g.lexer();
+        check_words(out, core);
+        check_state(core, state);
+        const TokenRow* row = core.cached_row(state);
+        if (!row) {
+          nb::gil_scoped_release release;
+          row = core.compute_row(state);
+        }
+        std::memcpy(out.data(), row->bits.data(), row->bits.size() * 4);
+        return row->num_allowed;
+      }, "state"_a, "out"_a.noconvert())
+      .def("crossing", [](GrammarCore& g, int32_t parser, int32_t state, nb::object boundary, Words out) {
+        RegexCore& core = g.lexer();
+        check_words(out, core);
+        check_state(core, state);
+        GrammarCore::Boundary fn = python_boundary(boundary, core.dfa());
+        uint32_t* bits = out.data();
+        nb::gil_scoped_release release;
+        return g.crossing(parser, state, fn, bits);
+      }, "parser"_a, "state"_a, "boundary"_a, "out"_a.noconvert())
+      .def("num_events", [](GrammarCore& g, int32_t state) {
+        check_state(g.lexer(), state);
+        nb::gil_scoped_release release;
+        return g.events(state).size();
+      }, "state"_a)
+      .def("register_states", [](GrammarCore& g, int32_t known, U8Array accepting, I64Array keys) {
+        if (keys.shape(0) != accepting.shape(0)) throw nb::value_error("one key per state");
+        nb::gil_scoped_release release;
+        g.lexer().register_states(known, accepting.data(), keys.data(), static_cast<int32_t>(accepting.shape(0)));
+      }, "known"_a, "accepting"_a, "keys"_a)
+      .def_prop_ro("num_states", [](GrammarCore& g) { return g.lexer().num_states(); })
+      .def_prop_ro("num_event_lists", &GrammarCore::num_event_lists);
+
   nb::class_<MatcherCore>(m, "MatcherCore")
       .def(nb::init<std::shared_ptr<RegexCore>>(), "core"_a)
       .def("fill_bitmask", &fill_one, "bitmask"_a.noconvert(), "index"_a)
@@ -162,6 +232,15 @@ NB_MODULE(_core, m) {
         }
         return out;
       });
+
+  m.def("write_bitmask_row", [](Bitmask bitmask, int64_t index, nb::ndarray<const uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> words) {
+    if (index < 0 || index >= static_cast<int64_t>(bitmask.shape(0))) throw nb::index_error("bitmask row index out of range");
+    const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+    const int64_t own = std::min<int64_t>(width, static_cast<int64_t>(words.shape(0)));
+    uint32_t* out = reinterpret_cast<uint32_t*>(bitmask.data()) + index * width;
+    std::memcpy(out, words.data(), static_cast<size_t>(own) * 4);
+    if (width > own) std::memset(out + own, 0, static_cast<size_t>(width - own) * 4);
+  }, "bitmask"_a.noconvert(), "index"_a, "words"_a);
 
   m.def("fill_bitmasks", [](std::vector<MatcherCore*> matchers, Bitmask bitmask, I32Array indices) {
     if (indices.shape(0) != matchers.size()) throw nb::value_error("one row index per matcher");

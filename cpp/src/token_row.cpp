@@ -144,6 +144,14 @@ int32_t RegexCore::advance(int32_t state, int32_t token) const {
   return state;
 }
 
+void RegexCore::register_states(int32_t known, const uint8_t* accepting, const int64_t* keys, int32_t count) {
+  std::lock_guard<std::mutex> compute_guard(compute_mu_);
+  const int32_t have = dfa_->num_states();
+  if (known > have) throw std::logic_error("register_states: states missing before index known");
+  const int32_t skip = have - known;
+  if (skip < count) dfa_->add_states(accepting + skip, keys + skip, count - skip);
+}
+
 size_t RegexCore::num_cached_rows() const {
   std::lock_guard<std::mutex> guard(cache_mu_);
   return rows_.size();

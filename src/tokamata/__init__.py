@@ -1,6 +1,6 @@
 """tokamata: exact, fast constrained decoding over real tokenizers.
 
-A constraint (a regex today) becomes a byte automaton; composed with the vocabulary's byte
+A constraint (a regex, a grammar, JSON) becomes a byte automaton; composed with the vocabulary's byte
 trie it yields, at each decoding step, the exact set of tokens that keep the output
 extendable to a full match.
 
@@ -17,6 +17,9 @@ extendable to a full match.
 
 from .bitmask import allocate_bitmask, apply_bitmask
 from .compile import Constraint, clear_caches, compile_regex
+from .grammar.compile import compile_gbnf, compile_grammar, compile_grammar_ir, compile_json
+from .grammar.constraint import GrammarConstraint
+from .grammar.matcher import GrammarMatcher
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
                      Unsupported, VocabularyError)
 from .limits import Limits
@@ -27,6 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
+    "GrammarConstraint", "GrammarMatcher", "compile_grammar", "compile_gbnf", "compile_json", "compile_grammar_ir",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
     "InvalidArgument",
 ]

@@ -113,13 +113,23 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
     rows = np.arange(len(matchers), dtype=np.int32) if indices is None else np.asarray(indices, dtype=np.int32)
     if rows.shape != (len(matchers),):
         raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0] if rows.ndim else rows} for {len(matchers)}")
+    from .grammar.matcher import GrammarMatcher
+
     for m in matchers:
-        if not isinstance(m, Matcher):
+        if not isinstance(m, (Matcher, GrammarMatcher)):
             raise InvalidArgument(f"fill_bitmasks takes Matcher objects, got {type(m).__name__}")
         check_bitmask(bitmask, m.constraint.vocab_size)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
         raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})")
-    _core.fill_bitmasks([m._core for m in matchers], bitmask, rows)
+    regex = [i for i, m in enumerate(matchers) if isinstance(m, Matcher)]
+    if len(regex) == len(matchers):
+        _core.fill_bitmasks([m._core for m in matchers], bitmask, rows)
+        return
+    if regex:
+        _core.fill_bitmasks([matchers[i]._core for i in regex], bitmask, rows[regex])
+    for i, m in enumerate(matchers):
+        if not isinstance(m, Matcher):
+            m.fill_bitmask(bitmask, int(rows[i]))
 
 
 def _token(token_id, vocab_size: int) -> int:

@@ -142,6 +142,12 @@ class RegexCore {
   int32_t advance_expanding(int32_t state, int32_t token);
   size_t num_cached_rows() const;
   int32_t num_states() const { return dfa_->num_states(); }
+  // For walks over the same DFA (grammar masks): hold compute_mutex() while using dfa().
+  std::mutex& compute_mutex() { return compute_mu_; }
+  LazyDfa& dfa() { return *dfa_; }
+  // Registers states the Python side built outside any expansion (lexer start states), given as
+  // the states from index `known` on; those the DFA already has are skipped. Without the GIL.
+  void register_states(int32_t known, const uint8_t* accepting, const int64_t* keys, int32_t count);
 
  private:
   std::shared_ptr<const TokenTrie> trie_;

@@ -175,6 +175,27 @@ class LazyByteDfa:
             raise LimitExceeded("max_compile_seconds", round(self._elapsed, 3), self.limits.max_compile_seconds)
         return own_targets
 
+    def intern_state(self, node: d.Expr) -> int:
+        """The state of ``node`` (added if new), for DFAs entered at more than one state (a
+        grammar's lexer). ``node``'s leaves must be among the root's, so the byte classes
+        refine its own; ``node`` must not be ``NOTHING``."""
+        with self._lock:
+            state = self._index.get(node.id)
+            if state is None:
+                state = len(self.states)
+                if state >= self.limits.max_dfa_states:
+                    raise LimitExceeded("max_dfa_states", state + 1, self.limits.max_dfa_states)
+                self._index[node.id] = state
+                self.states.append(node)
+                self._rows.append(None)
+                self._own_intervals.append(None)
+            return state
+
+    def state_records(self, first: int) -> tuple[bytes, bytes]:
+        """Accepting flags and structural keys (int64 bytes) of ``states[first:]``."""
+        new = self.states[first:]
+        return bytes([1 if n.nullable else 0 for n in new]), array("q", [n.id for n in new]).tobytes()
+
     def expand(self, state: int) -> list[int]:
         """The whole row of ``state`` (every interval computed)."""
         with self._lock:
@@ -237,9 +258,7 @@ class LazyByteDfa:
             for first, last, interval in self._class_runs(own_starts):
                 if interval < computed or interval == requested:
                     runs.extend((first, last, targets[interval]))
-            new = self.states[known_states:]
-            accepting = bytes([1 if n.nullable else 0 for n in new])
-            keys = array("q", [n.id for n in new]).tobytes()
+            accepting, keys = self.state_records(known_states)
             return runs.tobytes(), accepting, keys
 
     def key(self, state: int) -> int:

@@ -1,0 +1,65 @@
+// Grammar masks: token rows that cross lexeme boundaries (seed 000 App. A, seed 001's lexer/parser
+// split), on top of a lexer DFA held by a RegexCore.
+//
+// Invariants:
+// - The lexer DFA's states are sets of live terminals (tagged derivatives); a state "accepts" when
+//   some terminal may end there. The parser is opaque here: a parser state is an int the Python
+//   side owns, and boundary(parser, lexer_state) returns the configurations (parser', start
+//   state') that can follow when a terminal ending at lexer_state is handed to the parser.
+// - events(s) lists, for lexer state s, every trie node (with children) whose path leads s to an
+//   accepting state: the places where a lexeme may end strictly inside a token. Computed once per
+//   state by a trie walk, cached.
+// - crossing(parser, s) sets the bits of the tokens that end the current lexeme strictly inside
+//   themselves and are allowed from there on, possibly crossing several more boundaries: for
+//   each event, the subtree below its node is walked with the set of configurations that follow
+//   the boundary (deduplicated per trie level). Together with the inside row of s (tokens that
+//   keep the current lexeme live) this is the exact token mask of the configuration.
+// - Walks hold the lexer core's compute mutex (they may expand the DFA through Python) and run
+//   without the GIL; the boundary callback re-acquires it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tokamata/token_row.hpp"
+
+namespace tokamata {
+
+struct Config {
+  int32_t parser;
+  int32_t state;
+  bool operator<(const Config& o) const { return parser != o.parser ? parser < o.parser : state < o.state; }
+  bool operator==(const Config& o) const { return parser == o.parser && state == o.state; }
+};
+
+struct BoundaryEvent {
+  uint32_t node;
+  int32_t state;
+};
+
+class GrammarCore {
+ public:
+  // boundary(parser, state, out) appends the configurations after a lexeme ending at `state`.
+  using Boundary = std::function<void(int32_t parser, int32_t state, std::vector<Config>& out)>;
+
+  explicit GrammarCore(std::shared_ptr<RegexCore> lexer) : lexer_(std::move(lexer)) {}
+
+  RegexCore& lexer() { return *lexer_; }
+  // Both must be called without the GIL.
+  const std::vector<BoundaryEvent>& events(int32_t state);
+  // ORs the crossing tokens of configuration (parser, state) into bits; returns the number of
+  // boundary callbacks made (for tests and benchmarks).
+  int64_t crossing(int32_t parser, int32_t state, const Boundary& boundary, uint32_t* bits);
+  size_t num_event_lists() const;
+
+ private:
+  const std::vector<BoundaryEvent>& events_locked(int32_t state);
+  std::shared_ptr<RegexCore> lexer_;
+  mutable std::mutex events_mu_;
+  std::unordered_map<int32_t, std::unique_ptr<std::vector<BoundaryEvent>>> events_;
+};
+
+}  // namespace tokamata

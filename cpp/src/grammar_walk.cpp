@@ -1,0 +1,139 @@
+// Grammar masks across lexeme boundaries; see grammar_walk.hpp.
+#include "tokamata/grammar_walk.hpp"
+
+#include <algorithm>
+
+namespace tokamata {
+
+namespace {
+
+// Seed 001's walk from `state`, recording accepting non-leaf nodes instead of token bits.
+void walk_events(const TokenTrie& trie, LazyDfa& dfa, int32_t state, std::vector<BoundaryEvent>& out) {
+  const TrieNode* nodes = trie.nodes().data();
+  const size_t n = trie.nodes().size();
+  const uint8_t* class_map = dfa.class_map();
+  const size_t depth = static_cast<size_t>(trie.max_depth()) + 2;
+  std::vector<const std::atomic<int32_t>*> rows(depth);
+  std::vector<int32_t> states(depth);
+  int32_t top = 0;
+  states[0] = state;
+  rows[0] = dfa.row_ptr(state);
+  size_t p = 1;
+  while (p < n) {
+    const TrieNode& node = nodes[p];
+    const int32_t cls = class_map[node.byte];
+    int32_t next = rows[top][cls].load(std::memory_order_acquire);
+    if (next == kUnknown) next = dfa.step_class(states[top], cls);
+    if (next >= 0 && node.subtree_size > 1) {
+      if (dfa.accepting(next)) out.push_back(BoundaryEvent{static_cast<uint32_t>(p), next});
+      ++top;
+      states[top] = next;
+      rows[top] = dfa.row_ptr(next);
+      p += 1;
+    } else {
+      p += node.subtree_size;  // a live leaf has size 1; a dead node skips its subtree
+      top -= node.num_parents - 1;
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
+  {
+    std::lock_guard<std::mutex> guard(events_mu_);
+    auto it = events_.find(state);
+    if (it != events_.end()) return *it->second;
+  }
+  auto fresh = std::make_unique<std::vector<BoundaryEvent>>();
+  walk_events(lexer_->trie(), lexer_->dfa(), state, *fresh);
+  std::lock_guard<std::mutex> guard(events_mu_);
+  auto& slot = events_[state];
+  if (!slot) slot = std::move(fresh);
+  return *slot;
+}
+
+const std::vector<BoundaryEvent>& GrammarCore::events(int32_t state) {
+  std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
+  return events_locked(state);
+}
+
+size_t GrammarCore::num_event_lists() const {
+  std::lock_guard<std::mutex> guard(events_mu_);
+  return events_.size();
+}
+
+int64_t GrammarCore::crossing(int32_t parser, int32_t state, const Boundary& boundary, uint32_t* bits) {
+  std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
+  LazyDfa& dfa = lexer_->dfa();
+  const TokenTrie& trie = lexer_->trie();
+  const TrieNode* nodes = trie.nodes().data();
+  const int32_t* token_ids = trie.token_ids().data();
+  const uint8_t* class_map = dfa.class_map();
+  int64_t calls = 0;
+
+  std::unordered_map<uint64_t, std::vector<Config>> memo;
+  auto targets = [&](int32_t p, int32_t s) -> const std::vector<Config>& {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(p)) << 32) | static_cast<uint32_t>(s);
+    auto it = memo.find(key);
+    if (it != memo.end()) return it->second;
+    std::vector<Config> out;
+    boundary(p, s, out);
+    ++calls;
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return memo.emplace(key, std::move(out)).first->second;
+  };
+
+  const std::vector<BoundaryEvent>& events = events_locked(state);
+  std::vector<Config> buf;
+  std::vector<std::pair<size_t, size_t>> levels;
+  for (const BoundaryEvent& event : events) {
+    const std::vector<Config>& start = targets(parser, event.state);
+    if (start.empty()) continue;
+    buf.assign(start.begin(), start.end());
+    levels.clear();
+    levels.emplace_back(0, buf.size());
+    const size_t end = event.node + nodes[event.node].subtree_size;
+    size_t p = event.node + 1;
+    while (p < end) {
+      const TrieNode& node = nodes[p];
+      const int32_t cls = class_map[node.byte];
+      const auto [begin, stop] = levels.back();
+      const size_t fresh = buf.size();
+      for (size_t i = begin; i < stop; ++i) {
+        const Config c = buf[i];
+        const int32_t next = dfa.step_class(c.state, cls);
+        if (next < 0) continue;
+        buf.push_back(Config{c.parser, next});
+        if (node.subtree_size > 1 && dfa.accepting(next)) {
+          const std::vector<Config>& after = targets(c.parser, next);
+          buf.insert(buf.end(), after.begin(), after.end());
+        }
+      }
+      if (buf.size() > fresh) {
+        if (buf.size() - fresh > 1) {
+          std::sort(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end());
+          buf.erase(std::unique(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end()), buf.end());
+        }
+        for (int32_t k = 0; k < node.token_count; ++k) {
+          const int32_t t = token_ids[node.token_begin + k];
+          bits[t >> 5] |= 1u << (t & 31);
+        }
+        if (node.subtree_size > 1) {
+          levels.emplace_back(fresh, buf.size());
+          p += 1;
+          continue;
+        }
+        p += 1;
+      } else {
+        p += node.subtree_size;
+      }
+      for (int32_t k = 1; k < node.num_parents && levels.size() > 1; ++k) levels.pop_back();
+      buf.resize(levels.back().second);
+    }
+  }
+  return calls;
+}
+
+}  // namespace tokamata

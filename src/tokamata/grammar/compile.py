@@ -1,0 +1,73 @@
+"""Grammar constraints from text: Lark-style grammars, llama.cpp GBNF, and generic JSON.
+
+Every error about the grammar text is raised here (by the front ends), before any matcher
+exists, as :class:`InvalidSyntax` / :class:`Unsupported` naming line and column; errors that
+depend on how far decoding goes (lazy lexer states or parser sets crossing a limit) come from
+the matcher call that reaches them, as :class:`LimitExceeded`.
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidArgument
+from ..limits import DEFAULT_LIMITS, Limits
+from .constraint import GrammarConstraint, compile_grammar_ir
+from .json import json_grammar, whitespace_bound
+
+__all__ = ["compile_grammar", "compile_gbnf", "compile_json", "compile_grammar_ir"]
+
+
+def _limits(limits: Limits | None) -> Limits:
+    limits = DEFAULT_LIMITS if limits is None else limits
+    if not isinstance(limits, Limits):
+        raise InvalidArgument(f"limits must be a tokamata.Limits, got {type(limits).__name__}")
+    return limits
+
+
+def _text(text, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidArgument(f"the {what} must be a str, got {type(text).__name__}")
+    return text
+
+
+def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None) -> GrammarConstraint:
+    """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
+    of ``start``. Lexemes may end wherever their terminal matches, as with lark's Earley
+    parser and ``lexer="dynamic_complete"``.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
+    >>> m = tokamata.compile_grammar('start: "a"+ "b"', vocab).matcher()
+    >>> m.allowed_tokens().tolist()
+    [0, 2]
+    """
+    from ..syntax.lark import parse_lark
+
+    limits = _limits(limits)
+    grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=start)
+    return compile_grammar_ir(grammar, vocab, limits=limits, description="lark grammar")
+
+
+def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None) -> GrammarConstraint:
+    """Compile a llama.cpp GBNF grammar; the whole output must be a sentence of ``start``."""
+    from ..syntax.gbnf import parse_gbnf
+
+    limits = _limits(limits)
+    grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=start)
+    return compile_grammar_ir(grammar, vocab, limits=limits, description="GBNF grammar")
+
+
+def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -> GrammarConstraint:
+    """Any JSON value (RFC 8259). ``whitespace``: ``"compact"`` (none, the default),
+    ``"flexible"`` (up to 20 whitespace characters wherever JSON allows whitespace) or an int
+    bound per place.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"[", b"]", b"1", b" ", None], eos_token_ids=[4])
+    >>> m = tokamata.compile_json(vocab).matcher()
+    >>> m.consume(0), m.allowed_tokens().tolist()
+    (True, [0, 1, 2])
+    """
+    limits = _limits(limits)
+    bound = whitespace_bound(whitespace)
+    return compile_grammar_ir(json_grammar(limits, bound), vocab, limits=limits,
+                              description=f"JSON, whitespace={whitespace!r}")

@@ -1,0 +1,94 @@
+"""The JSON grammar of RFC 8259, as grammar IR: any JSON value, with bounded whitespace.
+
+Invariants:
+- Strings: any Unicode text except ``"``, ``\\`` and U+0000..U+001F, plus the escapes
+  ``\\" \\\\ \\/ \\b \\f \\n \\r \\t`` and ``\\uXXXX`` with any four hex digits (so surrogate
+  pairs, and lone surrogates, which RFC 8259's grammar allows). Numbers: ``-?int frac? exp?``.
+- Whitespace (space, tab, LF, CR) may appear exactly where RFC 8259 allows it (around every
+  structural character and around the value), at most ``max_whitespace`` characters in each
+  such place; ``max_whitespace = 0`` is compact JSON.
+"""
+
+from __future__ import annotations
+
+from ..automata import derivatives as d
+from ..automata.lower import lower
+from ..errors import InvalidArgument
+from ..limits import Limits
+from ..syntax.regex import parse_regex
+from .ir import Grammar, Rule, Terminal, nonterminal
+
+__all__ = ["json_grammar", "whitespace_bound", "STRING_PATTERN", "NUMBER_PATTERN"]
+
+STRING_PATTERN = r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"'
+NUMBER_PATTERN = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+
+#: whitespace characters allowed per place by ``whitespace="flexible"``
+FLEXIBLE_WHITESPACE = 20
+
+
+def whitespace_bound(whitespace) -> int:
+    """``"compact"`` -> 0, ``"flexible"`` -> :data:`FLEXIBLE_WHITESPACE`, an int n >= 0 -> n."""
+    if whitespace == "compact":
+        return 0
+    if whitespace == "flexible":
+        return FLEXIBLE_WHITESPACE
+    if isinstance(whitespace, int) and not isinstance(whitespace, bool) and 0 <= whitespace <= 10_000:
+        return whitespace
+    raise InvalidArgument(f'whitespace must be "compact", "flexible" or an int in [0, 10000], got {whitespace!r}')
+
+
+def _literal(text: str) -> d.Expr:
+    return d.concat_all(d.byte_set(1 << b) for b in text.encode())
+
+
+def json_grammar(limits: Limits, max_whitespace: int = 0) -> Grammar:
+    """Any JSON value (RFC 8259) with at most ``max_whitespace`` whitespace characters per place.
+
+    >>> g = json_grammar(Limits())
+    >>> g.nonterminals[g.start]
+    'json'
+    """
+    terminals = [
+        Terminal("STRING", lower(parse_regex(STRING_PATTERN, limits))),
+        Terminal("NUMBER", lower(parse_regex(NUMBER_PATTERN, limits))),
+    ]
+    names = ["STRING", "NUMBER"]
+    for text in ("true", "false", "null", "{", "}", "[", "]", ",", ":"):
+        terminals.append(Terminal(repr(text), _literal(text)))
+        names.append(text)
+    if max_whitespace:
+        space = d.repeat(d.byte_set(sum(1 << b for b in b" \t\n\r")), 1, max_whitespace)
+        terminals.append(Terminal("WS", space))
+        names.append("WS")
+    t = {name: index for index, name in enumerate(names)}
+    nonterminals = ["json", "value", "object", "members", "member", "array", "elements", "ws"]
+    n = {name: nonterminal(index) for index, name in enumerate(nonterminals)}
+    rules: list[Rule] = []
+
+    def rule(lhs: str, *rhs) -> None:
+        symbols = []
+        for item in rhs:
+            if item == "ws" and not max_whitespace:
+                continue
+            symbols.append(n[item] if item in n else t[item])
+        rules.append(Rule(nonterminals.index(lhs), tuple(symbols)))
+
+    rule("json", "ws", "value", "ws")
+    for option in ("object", "array", "STRING", "NUMBER", "true", "false", "null"):
+        rule("value", option)
+    rule("object", "{", "ws", "}")
+    rule("object", "{", "ws", "members", "ws", "}")
+    rule("members", "member")
+    rule("members", "members", "ws", ",", "ws", "member")
+    rule("member", "STRING", "ws", ":", "ws", "value")
+    rule("array", "[", "ws", "]")
+    rule("array", "[", "ws", "elements", "ws", "]")
+    rule("elements", "value")
+    rule("elements", "elements", "ws", ",", "ws", "value")
+    if max_whitespace:
+        rule("ws")
+        rule("ws", "WS")
+    else:
+        nonterminals[-1] = "ws (unused)"
+    return Grammar(tuple(terminals), tuple(nonterminals), tuple(rules), 0, (), "")

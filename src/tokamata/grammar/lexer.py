@@ -1,0 +1,48 @@
+"""The lexer: one lazy byte DFA over all of a grammar's text terminals, each tagged with its
+index, entered at a start state per set of terminals the parser allows.
+
+Invariants:
+- Terminal ``i`` is ``concat(expr_i, mark(i))``; a lexer state is an interned alternation of
+  such tagged derivatives, so it is identified structurally (rows are shared across grammars
+  and constraints through the vocabulary's row cache) and ``ends(state)`` (the marks reachable
+  through the empty string) are the terminals that may end exactly here.
+- The DFA's byte classes come from the alternation of every terminal, so they refine the
+  classes of every start state and every state reachable from one.
+- ``start(terminals)`` is the state for "a lexeme of one of these terminals begins here"; it
+  is ``DEAD`` when none of them is a text terminal. Start states are added to the DFA's state
+  list like any other state; the C++ side learns of them through ``pending_states``.
+"""
+
+from __future__ import annotations
+
+from ..automata import derivatives as d
+from ..automata.dfa import DEAD, LazyByteDfa
+from ..limits import Limits
+from .ir import Grammar
+
+__all__ = ["Lexer"]
+
+
+class Lexer:
+    def __init__(self, grammar: Grammar, limits: Limits):
+        self.tagged: dict[int, d.Expr] = {
+            index: d.concat(terminal.expr, d.mark(index))
+            for index, terminal in enumerate(grammar.terminals) if terminal.expr is not None}
+        self.dfa = LazyByteDfa(d.alternation(*self.tagged.values()), limits)
+        self._starts: dict[frozenset[int], int] = {}
+
+    def start(self, terminals: frozenset[int]) -> int:
+        """The start state for a lexeme of one of ``terminals`` (non-text ones are skipped)."""
+        state = self._starts.get(terminals)
+        if state is None:
+            expr = d.alternation(*(self.tagged[t] for t in terminals if t in self.tagged))
+            state = DEAD if expr is d.NOTHING else self.dfa.intern_state(expr)
+            self._starts[terminals] = state
+        return state
+
+    def ends(self, state: int) -> tuple[int, ...]:
+        """Terminals that may end at ``state``."""
+        return d.end_marks(self.dfa.states[state])
+
+    def step(self, state: int, byte: int) -> int:
+        return self.dfa.step(state, byte)
