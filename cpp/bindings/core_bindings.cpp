@@ -161,9 +161,14 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_states", &RegexCore::num_states)
       .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows);
 
+  nb::class_<SharedEventCache>(m, "SharedEventCache")
+      .def(nb::new_([](size_t max_lists) { return std::make_shared<SharedEventCache>(max_lists); }), "max_lists"_a)
+      .def_prop_ro("size", &SharedEventCache::size);
+
   nb::class_<GrammarCore>(m, "GrammarCore")
-      .def(nb::new_([](std::shared_ptr<RegexCore> lexer) { return std::make_shared<GrammarCore>(std::move(lexer)); }),
-           "lexer"_a)
+      .def(nb::new_([](std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared) {
+             return std::make_shared<GrammarCore>(std::move(lexer), std::move(shared));
+           }), "lexer"_a, "shared_events"_a.none())
       .def("inside_row", [](GrammarCore& g, int32_t state, Words out) {
         RegexCore& core = g.lexer();
         check_words(out, core);
@@ -236,6 +241,7 @@ NB_MODULE(_core, m) {
   m.def("write_bitmask_row", [](Bitmask bitmask, int64_t index, nb::ndarray<const uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> words) {
     if (index < 0 || index >= static_cast<int64_t>(bitmask.shape(0))) throw nb::index_error("bitmask row index out of range");
     const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+    if (width < static_cast<int64_t>(words.shape(0))) throw nb::value_error("bitmask too narrow");
     const int64_t own = std::min<int64_t>(width, static_cast<int64_t>(words.shape(0)));
     uint32_t* out = reinterpret_cast<uint32_t*>(bitmask.data()) + index * width;
     std::memcpy(out, words.data(), static_cast<size_t>(own) * 4);

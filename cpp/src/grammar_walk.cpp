@@ -46,7 +46,28 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
     if (it != events_.end()) return *it->second;
   }
   auto fresh = std::make_unique<std::vector<BoundaryEvent>>();
-  walk_events(lexer_->trie(), lexer_->dfa(), state, *fresh);
+  LazyDfa& dfa = lexer_->dfa();
+  const TokenTrie& trie = lexer_->trie();
+  const int64_t key = dfa.key(state);
+  std::shared_ptr<const std::vector<uint32_t>> nodes = shared_ ? shared_->find(key) : nullptr;
+  if (nodes) {  // rerun the DFA along each event's path (the lexer states are ours)
+    fresh->reserve(nodes->size());
+    for (uint32_t node : *nodes) {
+      const uint8_t* path = trie.token_data(trie.node_token(node));
+      int32_t s = state;
+      for (int32_t i = 0; i < trie.node_depth(node) && s >= 0; ++i) s = dfa.step(s, path[i]);
+      if (s < 0 || !dfa.accepting(s)) throw std::logic_error("shared boundary events disagree with the lexer");
+      fresh->push_back(BoundaryEvent{node, s});
+    }
+  } else {
+    walk_events(trie, dfa, state, *fresh);
+    if (shared_) {
+      auto list = std::make_shared<std::vector<uint32_t>>();
+      list->reserve(fresh->size());
+      for (const BoundaryEvent& e : *fresh) list->push_back(e.node);
+      shared_->insert(key, std::move(list));
+    }
+  }
   std::lock_guard<std::mutex> guard(events_mu_);
   auto& slot = events_[state];
   if (!slot) slot = std::move(fresh);

@@ -81,6 +81,17 @@ TokenTrie::TokenTrie(const uint8_t* token_bytes, const int64_t* offsets, const u
     nodes_[p].token_count = static_cast<uint16_t>(node_tokens[p].size());
     token_ids_.insert(token_ids_.end(), node_tokens[p].begin(), node_tokens[p].end());
   }
+  // a token whose bytes start with each node's path (the first one in the subtree)
+  node_token_.assign(static_cast<size_t>(n), -1);
+  node_depth_.assign(static_cast<size_t>(n), 0);
+  for (int32_t p = n - 1; p >= 0; --p) {
+    node_depth_[p] = static_cast<uint16_t>(levels[p]);
+    if (nodes_[p].token_count > 0) {
+      node_token_[p] = token_ids_[nodes_[p].token_begin];
+    } else if (p + 1 < n && nodes_[p].subtree_size > 1) {
+      node_token_[p] = node_token_[p + 1];
+    }
+  }
 }
 
 }  // namespace tokamata

@@ -19,6 +19,7 @@ from .errors import VocabularyError
 _lock = threading.Lock()
 _ATTRIBUTE = "_tokamata_core_trie"
 _ROWS_ATTRIBUTE = "_tokamata_shared_rows"
+_EVENTS_ATTRIBUTE = "_tokamata_shared_events"
 #: rows shared across the constraints of one vocabulary (each is ceil(V/32) * 4 bytes)
 SHARED_ROWS_PER_VOCABULARY = 1024
 
@@ -57,7 +58,21 @@ def shared_rows(vocab) -> "_core.SharedRowCache":
     return cache
 
 
+def shared_events(vocab) -> "_core.SharedEventCache":
+    """The (cached) cross-grammar cache of lexeme-boundary nodes of ``vocab``."""
+    cache = vocab.__dict__.get(_EVENTS_ATTRIBUTE)
+    if cache is None:
+        with _lock:
+            cache = vocab.__dict__.get(_EVENTS_ATTRIBUTE)
+            if cache is None:
+                cache = _core.SharedEventCache(SHARED_ROWS_PER_VOCABULARY)
+                vocab.__dict__[_EVENTS_ATTRIBUTE] = cache
+    return cache
+
+
 def drop_shared_rows(vocab) -> None:
-    """Forget ``vocab``'s shared rows (constraints that use one keep it alive)."""
+    """Forget ``vocab``'s shared rows and boundary events (constraints that use them keep
+    them alive)."""
     with _lock:
         vocab.__dict__.pop(_ROWS_ATTRIBUTE, None)
+        vocab.__dict__.pop(_EVENTS_ATTRIBUTE, None)

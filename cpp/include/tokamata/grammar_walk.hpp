@@ -40,12 +40,39 @@ struct BoundaryEvent {
   int32_t state;
 };
 
+// Boundary-event nodes by structural lexer-state key, shared by every grammar over one
+// vocabulary (like SharedRowCache). Holds node indices only: a grammar recomputes the lexer
+// states at those nodes by running its DFA along each node's path.
+class SharedEventCache {
+ public:
+  explicit SharedEventCache(size_t max_lists) : max_lists_(max_lists) {}
+  std::shared_ptr<const std::vector<uint32_t>> find(int64_t key) const {
+    std::lock_guard<std::mutex> guard(mu_);
+    auto it = lists_.find(key);
+    return it == lists_.end() ? nullptr : it->second;
+  }
+  void insert(int64_t key, std::shared_ptr<const std::vector<uint32_t>> nodes) {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (lists_.size() < max_lists_) lists_.emplace(key, std::move(nodes));
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> guard(mu_);
+    return lists_.size();
+  }
+
+ private:
+  size_t max_lists_;
+  mutable std::mutex mu_;
+  std::unordered_map<int64_t, std::shared_ptr<const std::vector<uint32_t>>> lists_;
+};
+
 class GrammarCore {
  public:
   // boundary(parser, state, out) appends the configurations after a lexeme ending at `state`.
   using Boundary = std::function<void(int32_t parser, int32_t state, std::vector<Config>& out)>;
 
-  explicit GrammarCore(std::shared_ptr<RegexCore> lexer) : lexer_(std::move(lexer)) {}
+  GrammarCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared)
+      : lexer_(std::move(lexer)), shared_(std::move(shared)) {}
 
   RegexCore& lexer() { return *lexer_; }
   // Both must be called without the GIL.
@@ -58,6 +85,7 @@ class GrammarCore {
  private:
   const std::vector<BoundaryEvent>& events_locked(int32_t state);
   std::shared_ptr<RegexCore> lexer_;
+  std::shared_ptr<SharedEventCache> shared_;
   mutable std::mutex events_mu_;
   std::unordered_map<int32_t, std::unique_ptr<std::vector<BoundaryEvent>>> events_;
 };

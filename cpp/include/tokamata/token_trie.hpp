@@ -9,6 +9,7 @@
 //   bytes). Only text tokens are in the trie: special tokens and padding never are.
 // - Token bytes are kept (one buffer + offsets, indexed by token id) for consume().
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +41,9 @@ class TokenTrie {
   bool in_trie(int32_t token) const { return in_trie_[token] != 0; }
   const uint8_t* token_data(int32_t token) const { return bytes_.data() + offsets_[token]; }
   int64_t token_length(int32_t token) const { return offsets_[token + 1] - offsets_[token]; }
+  // The bytes of the path to node p: the first node_depth(p) bytes of node_token(p).
+  int32_t node_token(size_t p) const { return node_token_[p]; }
+  int32_t node_depth(size_t p) const { return node_depth_[p]; }
 
  private:
   std::vector<TrieNode> nodes_;
@@ -47,6 +51,8 @@ class TokenTrie {
   std::vector<uint8_t> bytes_;
   std::vector<int64_t> offsets_;
   std::vector<uint8_t> in_trie_;
+  std::vector<int32_t> node_token_;
+  std::vector<uint16_t> node_depth_;
   int32_t num_tokens_;
   int32_t vocab_size_;
   int32_t max_depth_ = 0;

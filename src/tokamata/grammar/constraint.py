@@ -28,7 +28,7 @@ from .. import _core
 from ..automata.dfa import DEAD
 from ..errors import InvalidArgument, LimitExceeded
 from ..limits import DEFAULT_LIMITS, Limits
-from ..trie import core_trie, shared_rows
+from ..trie import core_trie, shared_events, shared_rows
 from .earley import EarleyParser
 from .ir import Grammar, check_grammar
 from .lexer import Lexer
@@ -80,11 +80,17 @@ class GrammarConstraint:
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
             np.asarray(self.eos, dtype=np.int32), limits.max_dfa_states, dfa.expand_for_core)
-        self._core = _core.GrammarCore(self._regex_core)
+        self._core = _core.GrammarCore(self._regex_core, shared_events(vocab))
         self._lock = threading.RLock()
         self._starts: dict[int, int] = {}
         self._boundaries: dict[tuple[int, int], bytes] = {}
         self._masks: OrderedDict = OrderedDict()
+        self._positions: OrderedDict = OrderedDict()
+        eos_words = np.zeros(self.num_words, dtype=np.uint32)
+        for e in self.eos:
+            eos_words[e >> 5] |= np.uint32(1 << (e & 31))
+        eos_words.setflags(write=False)
+        self.eos_words = eos_words  #: the bits of the EOS ids
         self._initial = ((0, self.lexer_start(0), True),)
 
     # ----------------------------------------------------------- parser / lexer glue
@@ -171,6 +177,26 @@ class GrammarConstraint:
             self._masks[config] = words
             if len(self._masks) > MASK_CACHE_SIZE:
                 self._masks.popitem(last=False)
+        return words
+
+    def position_mask(self, configs) -> np.ndarray:
+        """The token bits of a matcher position (EOS included when accepting), cached."""
+        cached = self._positions.get(configs)
+        if cached is not None:
+            return cached
+        if len(configs) == 1:
+            words = self.mask(configs[0]).copy()
+        else:
+            words = np.zeros(self.num_words, dtype=np.uint32)
+            for config in configs:
+                np.bitwise_or(words, self.mask(config), out=words)
+        if any(self.accepting(config) for config in configs):
+            np.bitwise_or(words, self.eos_words, out=words)
+        words.setflags(write=False)
+        with self._lock:
+            self._positions[configs] = words
+            if len(self._positions) > MASK_CACHE_SIZE:
+                self._positions.popitem(last=False)
         return words
 
     # ----------------------------------------------------------- consuming

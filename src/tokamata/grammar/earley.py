@@ -3,9 +3,12 @@
 Invariants:
 - A parser state is an Earley set, identified by a handle (an int index into ``sets``);
   handle 0 is the set before any terminal. ``scan(h, t)`` returns the handle of the set after
-  terminal ``t`` (memoized per ``(h, t)``, so equal paths give equal handles), or -1 when the
-  grammar does not allow ``t`` there. Sets never change once built, so matchers, rollback and
-  speculative walks share them freely: the states form a tree rooted at 0.
+  terminal ``t``, or -1 when the grammar does not allow ``t`` there. Sets never change once
+  built, so matchers, rollback and speculative walks share them freely.
+- Sets are hash-consed by kernel (the items scanning produced): a set's closure is a function
+  of its kernel (predicted items point at the set itself), so equal kernels are the same
+  parser state, with the same future. The fifth and the sixth element of one JSON array
+  leave the parser in the same handle, which is what lets masks be cached per handle.
 - Items are ``(position, origin)``: ``position`` is an LR(0) item (a rule and a dot) numbered
   globally, ``origin`` the handle of the set where the item's rule started. Completion looks
   origins up in their (ancestor) sets, which are complete.
@@ -77,6 +80,7 @@ class EarleyParser:
         self._nullable = self._nullable_nonterminals()
         self._start = grammar.start
         self.sets: list[_Set] = []
+        self._by_kernel: dict[tuple, int] = {}
         root_items = [(start, 0) for start in self._predictions.get(grammar.start, ())]
         self.sets.append(self._close(root_items, 0))
 
@@ -119,12 +123,16 @@ class EarleyParser:
             child = current.children.get(terminal)
             if child is not None:
                 return child
-            if len(self.sets) >= self.limits.max_parser_states:
-                raise LimitExceeded("max_parser_states", len(self.sets) + 1, self.limits.max_parser_states)
-            new_handle = len(self.sets)
-            self.sets.append(self._close([(position + 1, origin) for position, origin in items], new_handle))
-            current.children[terminal] = new_handle
-            return new_handle
+            kernel = tuple(sorted({(position + 1, origin) for position, origin in items}))
+            child = self._by_kernel.get(kernel)
+            if child is None:
+                if len(self.sets) >= self.limits.max_parser_states:
+                    raise LimitExceeded("max_parser_states", len(self.sets) + 1, self.limits.max_parser_states)
+                child = len(self.sets)
+                self.sets.append(self._close(list(kernel), child))
+                self._by_kernel[kernel] = child
+            current.children[terminal] = child
+            return child
 
     # ------------------------------------------------------------------ closure
 

@@ -46,28 +46,21 @@ class GrammarMatcher:
     # ------------------------------------------------------------------ masks
 
     def _words(self) -> np.ndarray:
-        """uint32 words of the allowed tokens (EOS included when accepting)."""
+        """uint32 words of the allowed tokens (EOS included when accepting); read-only."""
         c = self.constraint
         if self._terminated:
-            words = np.zeros(c.num_words, dtype=np.uint32)
-        elif len(self._configs) == 1:
-            words = c.mask(self._configs[0]).copy()
-        else:
-            words = np.zeros(c.num_words, dtype=np.uint32)
-            for config in self._configs:
-                np.bitwise_or(words, c.mask(config), out=words)
-        if self._terminated or self.is_accepting():
-            for e in c.eos:
-                words[e >> 5] |= np.uint32(1 << (e & 31))
-        return words
+            return c.eos_words
+        return c.position_mask(self._configs)
 
     def fill_bitmask(self, bitmask, index: int = 0) -> None:
         """Write the allowed next tokens into row ``index`` of an int32 ``[B, ceil(V/32)]``
         array (numpy, or a CPU torch tensor); bit ``t % 32`` of word ``t // 32`` is token t."""
-        check_bitmask(bitmask, self.constraint.vocab_size)
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(bitmask):
-            raise InvalidArgument(f"bitmask row index {index!r} out of range for batch {len(bitmask)}")
-        _core.write_bitmask_row(bitmask, int(index), self._words())
+        words = self._words()
+        try:  # the core checks dtype, rank, contiguity, device, width and index itself
+            _core.write_bitmask_row(bitmask, index, words)
+        except (TypeError, ValueError, IndexError):
+            check_bitmask(bitmask, self.constraint.vocab_size)  # raises the precise error
+            raise InvalidArgument(f"bitmask row index {index!r} out of range for batch {len(bitmask)}") from None
 
     def allowed_tokens(self) -> np.ndarray:
         """Sorted int32 array of the token ids allowed next (EOS ids included when accepting)."""
