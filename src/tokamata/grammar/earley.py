@@ -10,14 +10,16 @@ Invariants:
   parser state, with the same future. The fifth and the sixth element of one JSON array
   leave the parser in the same handle, which is what lets masks be cached per handle.
 - Items are ``(position, origin)``: ``position`` is an LR(0) item (a rule and a dot) numbered
-  globally, ``origin`` the handle of the set where the item's rule started. Completion looks
-  origins up in their (ancestor) sets, which are complete.
+  globally, ``origin`` the handle of the set where the item's rule started. A set stores its
+  items in two parts: the items that started earlier (kernel and completions, processed one
+  by one) and the items predicted here, which depend only on the set of nonterminals
+  predicted; that part is precomputed per such set and shared.
 - Nullable nonterminals are handled the Aycock-Horspool way: predicting a nullable nonterminal
   also advances over it, so no empty completion is ever needed within one set.
 - Every nonterminal is productive (``check_grammar``), so every item in a set can be completed:
   a terminal is in ``allowed(h)`` iff scanning it leaves the parse extendable to a sentence.
-- Bounded by ``Limits.max_earley_items`` (items in one set) and ``Limits.max_parser_states``
-  (sets in total); crossing either raises :class:`LimitExceeded`.
+- Bounded by ``Limits.max_earley_items`` (items processed for one set) and
+  ``Limits.max_parser_states`` (sets in total); crossing either raises :class:`LimitExceeded`.
 """
 
 from __future__ import annotations
@@ -30,17 +32,27 @@ from .ir import Grammar, is_terminal, nonterminal_index
 
 __all__ = ["EarleyParser"]
 
-_NO_SYMBOL = None
+
+class _Predicted:
+    """The items predicted in a set, for one closed set of predicted nonterminals: positions
+    (their origin is the set itself) grouped by the terminal or nonterminal they expect."""
+
+    __slots__ = ("scans", "waiting")
+
+    def __init__(self, scans: dict[int, tuple[int, ...]], waiting: dict[int, tuple[int, ...]]):
+        self.scans = scans
+        self.waiting = waiting
 
 
 class _Set:
-    __slots__ = ("scans", "waiting", "accepting", "allowed", "children")
+    __slots__ = ("scans", "waiting", "predicted", "accepting", "allowed", "children")
 
-    def __init__(self, scans, waiting, accepting):
-        self.scans: dict[int, list[tuple[int, int]]] = scans  # terminal -> items expecting it
-        self.waiting: dict[int, list[tuple[int, int]]] = waiting  # nonterminal -> items expecting it
-        self.accepting: bool = accepting
-        self.allowed: frozenset[int] = frozenset(scans)
+    def __init__(self, scans, waiting, predicted: _Predicted, accepting: bool):
+        self.scans: dict[int, list[tuple[int, int]]] = scans  # terminal -> earlier-origin items
+        self.waiting: dict[int, list[tuple[int, int]]] = waiting  # nonterminal -> earlier-origin items
+        self.predicted = predicted
+        self.accepting = accepting
+        self.allowed: frozenset[int] = frozenset(scans) | frozenset(predicted.scans)
         self.children: dict[int, int] = {}  # terminal -> handle (memo of scan)
 
 
@@ -61,28 +73,45 @@ class EarleyParser:
         self.grammar = grammar
         self.limits = limits
         self._lock = threading.RLock()
-        rules_of: dict[int, list[int]] = {}
         next_symbol: list[int | None] = []
         lhs_of: list[int] = []
-        rule_start: list[int] = []
+        rule_starts: dict[int, list[int]] = {}
         for rule in grammar.rules:
-            rule_start.append(len(next_symbol))
+            rule_starts.setdefault(rule.lhs, []).append(len(next_symbol))
             for symbol in rule.rhs:
                 next_symbol.append(symbol)
                 lhs_of.append(rule.lhs)
-            next_symbol.append(_NO_SYMBOL)
+            next_symbol.append(None)
             lhs_of.append(rule.lhs)
-        for index, rule in enumerate(grammar.rules):
-            rules_of.setdefault(rule.lhs, []).append(rule_start[index])
         self._next_symbol = next_symbol
         self._lhs_of = lhs_of
-        self._predictions = {lhs: tuple(starts) for lhs, starts in rules_of.items()}
         self._nullable = self._nullable_nonterminals()
         self._start = grammar.start
+        # positions reachable from each rule start by skipping nullable nonterminals
+        self._prefix_positions: dict[int, tuple[int, ...]] = {}
+        self._predicts: dict[int, set[int]] = {}
+        for lhs, starts in rule_starts.items():
+            positions, direct = [], set()
+            for position in starts:
+                while True:
+                    symbol = next_symbol[position]
+                    if symbol is None:
+                        break
+                    positions.append(position)
+                    if symbol >= 0:
+                        break
+                    nt = -symbol - 1
+                    direct.add(nt)
+                    if nt not in self._nullable:
+                        break
+                    position += 1
+            self._prefix_positions[lhs] = tuple(positions)
+            self._predicts[lhs] = direct
+        self._closure_of: dict[int, frozenset[int]] = {}
+        self._predicted_cache: dict[frozenset[int], _Predicted] = {}
         self.sets: list[_Set] = []
         self._by_kernel: dict[tuple, int] = {}
-        root_items = [(start, 0) for start in self._predictions.get(grammar.start, ())]
-        self.sets.append(self._close(root_items, 0))
+        self.sets.append(self._close([], 0, {grammar.start}))
 
     def _nullable_nonterminals(self) -> frozenset[int]:
         nullable: set[int] = set()
@@ -95,6 +124,37 @@ class EarleyParser:
                     nullable.add(rule.lhs)
                     changed = True
         return frozenset(nullable)
+
+    def _prediction_closure(self, nt: int) -> frozenset[int]:
+        """Nonterminals predicted, transitively, when ``nt`` is predicted (``nt`` included)."""
+        closure = self._closure_of.get(nt)
+        if closure is None:
+            found = {nt}
+            stack = [nt]
+            while stack:
+                for other in self._predicts.get(stack.pop(), ()):
+                    if other not in found:
+                        found.add(other)
+                        stack.append(other)
+            closure = self._closure_of[nt] = frozenset(found)
+        return closure
+
+    def _predicted(self, nonterminals: frozenset[int]) -> _Predicted:
+        predicted = self._predicted_cache.get(nonterminals)
+        if predicted is None:
+            scans: dict[int, list[int]] = {}
+            waiting: dict[int, list[int]] = {}
+            for nt in nonterminals:
+                for position in self._prefix_positions.get(nt, ()):
+                    symbol = self._next_symbol[position]
+                    if symbol >= 0:
+                        scans.setdefault(symbol, []).append(position)
+                    else:
+                        waiting.setdefault(-symbol - 1, []).append(position)
+            predicted = _Predicted({t: tuple(p) for t, p in scans.items()},
+                                   {n: tuple(p) for n, p in waiting.items()})
+            self._predicted_cache[nonterminals] = predicted
+        return predicted
 
     # ------------------------------------------------------------------ queries
 
@@ -116,40 +176,41 @@ class EarleyParser:
         child = current.children.get(terminal)
         if child is not None:
             return child
-        items = current.scans.get(terminal)
-        if items is None:
+        if terminal not in current.allowed:
             return -1
         with self._lock:
             child = current.children.get(terminal)
             if child is not None:
                 return child
-            kernel = tuple(sorted({(position + 1, origin) for position, origin in items}))
-            child = self._by_kernel.get(kernel)
+            kernel = {(position + 1, origin) for position, origin in current.scans.get(terminal, ())}
+            kernel.update((position + 1, handle) for position in current.predicted.scans.get(terminal, ()))
+            key = tuple(sorted(kernel))
+            child = self._by_kernel.get(key)
             if child is None:
                 if len(self.sets) >= self.limits.max_parser_states:
                     raise LimitExceeded("max_parser_states", len(self.sets) + 1, self.limits.max_parser_states)
                 child = len(self.sets)
-                self.sets.append(self._close(list(kernel), child))
-                self._by_kernel[kernel] = child
+                self.sets.append(self._close(list(key), child, set()))
+                self._by_kernel[key] = child
             current.children[terminal] = child
             return child
 
     # ------------------------------------------------------------------ closure
 
-    def _close(self, kernel: list[tuple[int, int]], here: int) -> _Set:
+    def _close(self, kernel: list[tuple[int, int]], here: int, roots: set[int]) -> _Set:
+        """The set whose kernel is ``kernel`` (items that started before ``here``), predicting
+        ``roots`` too (the start symbol, for the first set)."""
         next_symbol = self._next_symbol
         lhs_of = self._lhs_of
-        predictions = self._predictions
         nullable = self._nullable
         sets = self.sets
         max_items = self.limits.max_earley_items
         seen: set[tuple[int, int]] = set()
         scans: dict[int, list[tuple[int, int]]] = {}
         waiting: dict[int, list[tuple[int, int]]] = {}
-        predicted: set[int] = set()
         accepting = False
         start = self._start
-        stack = list(kernel)
+        stack = kernel
         while stack:
             item = stack.pop()
             if item in seen:
@@ -161,23 +222,28 @@ class EarleyParser:
             symbol = next_symbol[position]
             if symbol is None:  # complete: advance the items of the origin set waiting for lhs
                 lhs = lhs_of[position]
-                if origin == here:
-                    continue  # empty derivation: handled when the nonterminal was predicted
                 if lhs == start and origin == 0:
                     accepting = True
-                for parent_position, parent_origin in sets[origin].waiting.get(lhs, ()):
+                parent = sets[origin]
+                for parent_position, parent_origin in parent.waiting.get(lhs, ()):
                     stack.append((parent_position + 1, parent_origin))
+                for parent_position in parent.predicted.waiting.get(lhs, ()):
+                    stack.append((parent_position + 1, origin))
             elif symbol >= 0:
                 scans.setdefault(symbol, []).append(item)
             else:
                 nt = -symbol - 1
                 waiting.setdefault(nt, []).append(item)
-                if nt not in predicted:
-                    predicted.add(nt)
-                    for rule_position in predictions.get(nt, ()):
-                        stack.append((rule_position, here))
+                roots.add(nt)
                 if nt in nullable:
                     stack.append((position + 1, origin))
+        closed: set[int] = set()
+        for nt in roots:
+            closed |= self._prediction_closure(nt)
+        predicted = self._predicted(frozenset(closed))
         if here == 0 and start in nullable:
             accepting = True
-        return _Set(scans, waiting, accepting)
+        # predicted items that skip nullable nonterminals up to their rule's end complete
+        # empty derivations; they never advance earlier items (Aycock-Horspool), except the
+        # start symbol at the very beginning (handled above)
+        return _Set(scans, waiting, predicted, accepting)
