@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
+#include "tokamata/earley.hpp"
 #include "tokamata/grammar_walk.hpp"
 #include "tokamata/matcher_core.hpp"
 #include "tokamata/token_row.hpp"
@@ -93,25 +95,65 @@ void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
 
 using Words = nb::ndarray<uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-// Wraps boundary(parser, state, known_states) -> (pairs: int32 bytes of (parser, start state)
-// pairs, accepting: bytes and keys: int64 bytes of the lexer states it added).
-GrammarCore::Boundary python_boundary(nb::object boundary, LazyDfa& dfa) {
-  return [boundary, &dfa](int32_t parser, int32_t state, std::vector<Config>& out) {
+std::vector<std::vector<int32_t>> csr(I32Array offsets, I32Array data, const char* what) {
+  const int64_t n = static_cast<int64_t>(offsets.shape(0)) - 1;
+  if (n < 0) throw nb::value_error((std::string(what) + ": offsets must not be empty").c_str());
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t a = offsets.data()[i], b = offsets.data()[i + 1];
+    if (a < 0 || b < a || b > static_cast<int64_t>(data.shape(0))) throw nb::value_error((std::string(what) + ": bad offsets").c_str());
+    out[i].assign(data.data() + a, data.data() + b);
+  }
+  return out;
+}
+
+std::shared_ptr<EarleyCore> make_earley(I32Array next_symbol, I32Array lhs_of, I32Array prefix_offsets,
+                                        I32Array prefix_data, I32Array closure_offsets, I32Array closure_data,
+                                        U8Array nullable, int32_t start, int32_t num_terminals,
+                                        int64_t max_items, int64_t max_sets) {
+  EarleyTables t;
+  t.next_symbol.assign(next_symbol.data(), next_symbol.data() + next_symbol.shape(0));
+  t.lhs_of.assign(lhs_of.data(), lhs_of.data() + lhs_of.shape(0));
+  t.prefix_positions = csr(prefix_offsets, prefix_data, "prefix positions");
+  t.prediction_closure = csr(closure_offsets, closure_data, "prediction closure");
+  t.nullable.assign(nullable.data(), nullable.data() + nullable.shape(0));
+  t.start = start;
+  t.num_terminals = num_terminals;
+  try {
+    return std::make_shared<EarleyCore>(std::move(t), max_items, max_sets);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
+  }
+}
+
+// start(allowed_id, known_states) -> (state, accepting: bytes, keys: int64 bytes of the lexer
+// states it added); ends(state) -> int32 bytes of the terminals that may end at state.
+std::shared_ptr<GrammarCore> make_grammar_core(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared,
+                                               std::shared_ptr<EarleyCore> parser, U8Array ignored,
+                                               nb::object start, nb::object ends) {
+  RegexCore* core = lexer.get();
+  GrammarCore::StartFn start_fn = [start, core](int32_t allowed_id) {
     nb::gil_scoped_acquire acquire;
-    nb::tuple parts = nb::cast<nb::tuple>(boundary(parser, state, dfa.num_states()));
-    nb::bytes pairs = nb::cast<nb::bytes>(parts[0]);
+    LazyDfa& dfa = core->dfa();
+    nb::tuple parts = nb::cast<nb::tuple>(start(allowed_id, dfa.num_states()));
+    const int32_t state = nb::cast<int32_t>(parts[0]);
     nb::bytes accepting = nb::cast<nb::bytes>(parts[1]);
     nb::bytes keys = nb::cast<nb::bytes>(parts[2]);
-    if (keys.size() != accepting.size() * 8) throw std::logic_error("boundary: one key per new state");
-    if (pairs.size() % 8 != 0) throw std::logic_error("boundary: pairs are int32 pairs");
+    if (keys.size() != accepting.size() * 8) throw std::logic_error("start: one key per new state");
     dfa.add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()),
                    reinterpret_cast<const int64_t*>(keys.c_str()), static_cast<int32_t>(accepting.size()));
-    const int32_t* data = reinterpret_cast<const int32_t*>(pairs.c_str());
-    for (size_t i = 0; i < pairs.size() / 8; ++i) {
-      if (data[2 * i + 1] < 0 || data[2 * i + 1] >= dfa.num_states()) throw std::logic_error("boundary: bad state");
-      out.push_back(Config{data[2 * i], data[2 * i + 1]});
-    }
+    return state;
   };
+  GrammarCore::EndsFn ends_fn = [ends](int32_t state, std::vector<int32_t>& out) {
+    nb::gil_scoped_acquire acquire;
+    nb::bytes data = nb::cast<nb::bytes>(ends(state));
+    if (data.size() % 4 != 0) throw std::logic_error("ends: int32 bytes");
+    const int32_t* values = reinterpret_cast<const int32_t*>(data.c_str());
+    out.assign(values, values + data.size() / 4);
+  };
+  std::vector<uint8_t> ignore(ignored.data(), ignored.data() + ignored.shape(0));
+  return std::make_shared<GrammarCore>(std::move(lexer), std::move(shared), std::move(parser), std::move(ignore),
+                                       std::move(start_fn), std::move(ends_fn));
 }
 
 void check_words(const Words& out, const RegexCore& core) {
@@ -132,6 +174,8 @@ NB_MODULE(_core, m) {
       std::rethrow_exception(p);
     } catch (const LimitError& e) {
       PyErr_SetString(PyExc_OverflowError, e.what());
+    } catch (const std::out_of_range& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
     }
   });
 
@@ -165,10 +209,20 @@ NB_MODULE(_core, m) {
       .def(nb::new_([](size_t max_lists) { return std::make_shared<SharedEventCache>(max_lists); }), "max_lists"_a)
       .def_prop_ro("size", &SharedEventCache::size);
 
+  nb::class_<EarleyCore>(m, "EarleyCore")
+      .def(nb::new_(&make_earley), "next_symbol"_a, "lhs_of"_a, "prefix_offsets"_a, "prefix_data"_a,
+           "closure_offsets"_a, "closure_data"_a, "nullable"_a, "start"_a, "num_terminals"_a, "max_items"_a,
+           "max_sets"_a)
+      .def("scan", &EarleyCore::scan, "handle"_a, "terminal"_a)
+      .def("accepting", &EarleyCore::accepting, "handle"_a)
+      .def("allowed_id", &EarleyCore::allowed_id, "handle"_a)
+      .def("allowed", &EarleyCore::allowed, "handle"_a)
+      .def("allowed_by_id", &EarleyCore::allowed_by_id, "id"_a)
+      .def_prop_ro("num_sets", &EarleyCore::num_sets);
+
   nb::class_<GrammarCore>(m, "GrammarCore")
-      .def(nb::new_([](std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared) {
-             return std::make_shared<GrammarCore>(std::move(lexer), std::move(shared));
-           }), "lexer"_a, "shared_events"_a.none())
+      .def(nb::new_(&make_grammar_core), "lexer"_a, "shared_events"_a.none(), "parser"_a, "ignored"_a,
+           "start"_a, "ends"_a)
       .def("inside_row", [](GrammarCore& g, int32_t state, Words out) {
         RegexCore& core = g.lexer();
         check_words(out, core);
@@ -181,15 +235,15 @@ NB_MODULE(_core, m) {
         std::memcpy(out.data(), row->bits.data(), row->bits.size() * 4);
         return row->num_allowed;
       }, "state"_a, "out"_a.noconvert())
-      .def("crossing", [](GrammarCore& g, int32_t parser, int32_t state, nb::object boundary, Words out) {
+      .def("crossing", [](GrammarCore& g, int32_t parser, int32_t state, Words out) {
         RegexCore& core = g.lexer();
         check_words(out, core);
         check_state(core, state);
-        GrammarCore::Boundary fn = python_boundary(boundary, core.dfa());
+        if (parser < 0 || parser >= g.parser().num_sets()) throw nb::value_error("parser state out of range");
         uint32_t* bits = out.data();
         nb::gil_scoped_release release;
-        return g.crossing(parser, state, fn, bits);
-      }, "parser"_a, "state"_a, "boundary"_a, "out"_a.noconvert())
+        return g.crossing(parser, state, bits);
+      }, "parser"_a, "state"_a, "out"_a.noconvert())
       .def("num_events", [](GrammarCore& g, int32_t state) {
         check_state(g.lexer(), state);
         nb::gil_scoped_release release;

@@ -84,7 +84,42 @@ size_t GrammarCore::num_event_lists() const {
   return events_.size();
 }
 
-int64_t GrammarCore::crossing(int32_t parser, int32_t state, const Boundary& boundary, uint32_t* bits) {
+const std::vector<int32_t>& GrammarCore::ends_of(int32_t state) {
+  if (static_cast<size_t>(state) >= ends_known_.size()) {
+    ends_known_.resize(static_cast<size_t>(state) + 1, 0);
+    ends_.resize(static_cast<size_t>(state) + 1);
+  }
+  if (!ends_known_[state]) {
+    ends_fn_(state, ends_[state]);
+    for (int32_t t : ends_[state]) {
+      if (t < 0 || static_cast<size_t>(t) >= ignored_.size()) throw std::logic_error("ends: terminal out of range");
+    }
+    ends_known_[state] = 1;
+  }
+  return ends_[state];
+}
+
+int32_t GrammarCore::start_of(int32_t parser) {
+  const int32_t id = parser_->allowed_id(parser);
+  if (static_cast<size_t>(id) >= start_by_allowed_.size()) start_by_allowed_.resize(static_cast<size_t>(id) + 1, kUnknown);
+  if (start_by_allowed_[id] == kUnknown) {
+    const int32_t state = start_fn_(id);
+    if (state < kDead || state >= lexer_->dfa().num_states()) throw std::logic_error("start: bad lexer state");
+    start_by_allowed_[id] = state;
+  }
+  return start_by_allowed_[id];
+}
+
+void GrammarCore::boundary(int32_t parser, int32_t state, std::vector<Config>& out) {
+  for (int32_t terminal : ends_of(state)) {
+    const int32_t after = ignored_[terminal] ? parser : parser_->scan(parser, terminal);
+    if (after < 0) continue;
+    const int32_t start = start_of(after);
+    if (start >= 0) out.push_back(Config{after, start});
+  }
+}
+
+int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
   LazyDfa& dfa = lexer_->dfa();
   const TokenTrie& trie = lexer_->trie();

@@ -3,9 +3,13 @@
 //
 // Invariants:
 // - The lexer DFA's states are sets of live terminals (tagged derivatives); a state "accepts" when
-//   some terminal may end there. The parser is opaque here: a parser state is an int the Python
-//   side owns, and boundary(parser, lexer_state) returns the configurations (parser', start
-//   state') that can follow when a terminal ending at lexer_state is handed to the parser.
+//   some terminal may end there, and ends(state) lists those terminals. A parser state is an
+//   EarleyCore handle. At a boundary, each terminal ending there is handed to the parser
+//   (ignored terminals leave it unchanged) and the next lexeme starts in the lexer state made
+//   for the terminals the new parser state allows (start(allowed set id), kDead if none).
+// - ends() and start() are computed by Python callbacks the first time (they build lexer
+//   states) and cached here; start() returns states the DFA already knows (the callback
+//   registers them).
 // - events(s) lists, for lexer state s, every trie node (with children) whose path leads s to an
 //   accepting state: the places where a lexeme may end strictly inside a token. Computed once per
 //   state by a trie walk, cached.
@@ -24,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokamata/earley.hpp"
 #include "tokamata/token_row.hpp"
 
 namespace tokamata {
@@ -68,24 +73,39 @@ class SharedEventCache {
 
 class GrammarCore {
  public:
-  // boundary(parser, state, out) appends the configurations after a lexeme ending at `state`.
-  using Boundary = std::function<void(int32_t parser, int32_t state, std::vector<Config>& out)>;
+  using StartFn = std::function<int32_t(int32_t allowed_id)>;
+  using EndsFn = std::function<void(int32_t state, std::vector<int32_t>& out)>;
 
-  GrammarCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared)
-      : lexer_(std::move(lexer)), shared_(std::move(shared)) {}
+  GrammarCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared,
+              std::shared_ptr<EarleyCore> parser, std::vector<uint8_t> ignored, StartFn start, EndsFn ends)
+      : lexer_(std::move(lexer)), shared_(std::move(shared)), parser_(std::move(parser)),
+        ignored_(std::move(ignored)), start_fn_(std::move(start)), ends_fn_(std::move(ends)) {}
 
   RegexCore& lexer() { return *lexer_; }
+  EarleyCore& parser() { return *parser_; }
   // Both must be called without the GIL.
   const std::vector<BoundaryEvent>& events(int32_t state);
   // ORs the crossing tokens of configuration (parser, state) into bits; returns the number of
-  // boundary callbacks made (for tests and benchmarks).
-  int64_t crossing(int32_t parser, int32_t state, const Boundary& boundary, uint32_t* bits);
+  // boundaries resolved (for tests and benchmarks).
+  int64_t crossing(int32_t parser, int32_t state, uint32_t* bits);
   size_t num_event_lists() const;
 
  private:
   const std::vector<BoundaryEvent>& events_locked(int32_t state);
+  const std::vector<int32_t>& ends_of(int32_t state);
+  int32_t start_of(int32_t parser);
+  void boundary(int32_t parser, int32_t state, std::vector<Config>& out);
+
   std::shared_ptr<RegexCore> lexer_;
   std::shared_ptr<SharedEventCache> shared_;
+  std::shared_ptr<EarleyCore> parser_;
+  std::vector<uint8_t> ignored_;  // per terminal
+  StartFn start_fn_;
+  EndsFn ends_fn_;
+  // under the lexer's compute mutex:
+  std::vector<std::vector<int32_t>> ends_;
+  std::vector<uint8_t> ends_known_;
+  std::vector<int32_t> start_by_allowed_;  // kUnknown until asked
   mutable std::mutex events_mu_;
   std::unordered_map<int32_t, std::unique_ptr<std::vector<BoundaryEvent>>> events_;
 };

@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import threading
+import weakref
 from array import array
 from collections import OrderedDict
 
@@ -29,7 +30,7 @@ from ..automata.dfa import DEAD
 from ..errors import InvalidArgument, LimitExceeded
 from ..limits import DEFAULT_LIMITS, Limits
 from ..trie import core_trie, shared_events, shared_rows
-from .earley import EarleyParser
+from .earley import EarleyParser, limit_error
 from .ir import Grammar, check_grammar
 from .lexer import Lexer
 
@@ -80,10 +81,16 @@ class GrammarConstraint:
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
             np.asarray(self.eos, dtype=np.int32), limits.max_dfa_states, dfa.expand_for_core)
-        self._core = _core.GrammarCore(self._regex_core, shared_events(vocab))
+        ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
+        ignored[list(self.ignore)] = 1
         self._lock = threading.RLock()
-        self._starts: dict[int, int] = {}
-        self._boundaries: dict[tuple[int, int], bytes] = {}
+        self._starts: dict[int, int] = {}  # allowed-set id -> lexer start state
+        # the C++ core holds its callbacks; through a weak reference, so that it does not keep
+        # this constraint alive (a cycle through C++ is invisible to Python's collector)
+        this = weakref.ref(self)
+        self._core = _core.GrammarCore(self._regex_core, shared_events(vocab), self.parser.core, ignored,
+                                       lambda allowed_id, known: this()._start_callback(allowed_id, known),
+                                       lambda state: this()._ends_callback(state))
         self._masks: OrderedDict = OrderedDict()
         self._positions: OrderedDict = OrderedDict()
         eos_words = np.zeros(self.num_words, dtype=np.uint32)
@@ -96,12 +103,26 @@ class GrammarConstraint:
     # ----------------------------------------------------------- parser / lexer glue
 
     def lexer_start(self, parser: int) -> int:
-        state = self._starts.get(parser)
+        """The lexer state a lexeme starts in after parser state ``parser``."""
+        return self._start_of(self.parser.allowed_id(parser))
+
+    def _start_of(self, allowed_id: int) -> int:
+        state = self._starts.get(allowed_id)
         if state is None:
             with self._lock:
-                state = self.lexer.start(self.parser.allowed(parser) | self.ignore)
-                self._starts[parser] = state
+                state = self.lexer.start(self.parser.allowed_by_id(allowed_id) | self.ignore)
+                self._starts[allowed_id] = state
         return state
+
+    def _start_callback(self, allowed_id: int, known: int):
+        """The C++ walk's callback for a lexer start state it has not seen."""
+        state = self._start_of(allowed_id)
+        accepting, keys = self.lexer.dfa.state_records(known)
+        return state, accepting, keys
+
+    def _ends_callback(self, state: int) -> bytes:
+        """The C++ walk's callback: terminals that may end at lexer state ``state``."""
+        return array("i", self.lexer.ends(state)).tobytes()
 
     def after_lexeme(self, parser: int, terminal: int) -> int:
         """Parser state after a lexeme of ``terminal`` (-1 if not allowed)."""
@@ -119,22 +140,6 @@ class GrammarConstraint:
                 if after >= 0 and after not in found:
                     found.append(after)
         return found
-
-    def _boundary(self, parser: int, state: int, known: int):
-        """The C++ walk's callback: configurations after a lexeme ending at ``state``."""
-        key = (parser, state)
-        pairs = self._boundaries.get(key)
-        if pairs is None:
-            out = array("i")
-            for terminal in self.lexer.ends(state):
-                after = self.after_lexeme(parser, terminal)
-                if after >= 0:
-                    start = self.lexer_start(after)
-                    if start != DEAD:
-                        out.extend((after, start))
-            pairs = self._boundaries[key] = out.tobytes()
-        accepting, keys = self.lexer.dfa.state_records(known)
-        return pairs, accepting, keys
 
     def _sync(self) -> None:
         """Tell the C++ core about lexer states Python built outside its walks."""
@@ -159,7 +164,10 @@ class GrammarConstraint:
         if lexer != DEAD:
             self._sync()
             self._core.inside_row(lexer, words)
-            self._core.crossing(parser, lexer, self._boundary, words)
+            try:
+                self._core.crossing(parser, lexer, words)
+            except OverflowError as error:
+                raise limit_error(error) from None
             if not fresh:  # the lexeme may end right here: tokens may start the next one
                 for terminal in self.lexer.ends(lexer):
                     after = self.after_lexeme(parser, terminal)

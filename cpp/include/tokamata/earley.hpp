@@ -1,0 +1,83 @@
+// An Earley recognizer over terminal ids, with immutable sets addressed by int handles.
+//
+// Invariants (the Python wrapper grammar/earley.py documents the same contract):
+// - Handle 0 is the set before any terminal; scan(h, t) is the set after terminal t, or -1
+//   when t cannot come next. Sets never change once built (only their scan memo grows).
+// - Sets are hash-consed by kernel: equal kernels are the same handle (a set's closure is a
+//   function of its kernel, since predicted items point at the set itself).
+// - A set stores its earlier-origin items (kernel and completions) one by one and its
+//   predicted items as a shared Predicted block per closed set of predicted nonterminals.
+// - Nullable nonterminals are advanced over when predicted (Aycock-Horspool).
+// - Every nonterminal is productive (checked in Python), so allowed(h) is exactly the set of
+//   terminals after which the parse is still extendable to a sentence.
+// - All operations lock one mutex and never call back into Python; limits (items per set,
+//   sets in total) throw LimitError("name value bound").
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tokamata {
+
+constexpr int32_t kEndOfRule = INT32_MIN;
+
+struct EarleyTables {
+  std::vector<int32_t> next_symbol;  // per position: terminal >= 0, nonterminal -(j+1), kEndOfRule
+  std::vector<int32_t> lhs_of;       // per position
+  std::vector<std::vector<int32_t>> prefix_positions;    // per nonterminal
+  std::vector<std::vector<int32_t>> prediction_closure;  // per nonterminal, sorted
+  std::vector<uint8_t> nullable;                         // per nonterminal
+  int32_t start = 0;
+  int32_t num_terminals = 0;
+};
+
+class EarleyCore {
+ public:
+  EarleyCore(EarleyTables tables, int64_t max_items, int64_t max_sets);
+
+  int32_t scan(int32_t handle, int32_t terminal);
+  bool accepting(int32_t handle) const;
+  // Id of the set's allowed-terminal set (equal sets share ids) and the terminals themselves.
+  int32_t allowed_id(int32_t handle) const;
+  std::vector<int32_t> allowed(int32_t handle) const;
+  std::vector<int32_t> allowed_by_id(int32_t id) const;
+  int32_t num_sets() const;
+
+ private:
+  struct Item {
+    int32_t position;
+    int32_t origin;
+  };
+  struct Predicted {
+    std::unordered_map<int32_t, std::vector<int32_t>> scans;    // terminal -> positions
+    std::unordered_map<int32_t, std::vector<int32_t>> waiting;  // nonterminal -> positions
+  };
+  struct Set {
+    std::unordered_map<int32_t, std::vector<Item>> scans;
+    std::unordered_map<int32_t, std::vector<Item>> waiting;
+    const Predicted* predicted = nullptr;
+    bool accepting = false;
+    int32_t allowed_id = 0;
+    std::unordered_map<int32_t, int32_t> children;
+  };
+
+  void close(std::vector<Item> kernel, int32_t here, std::vector<int32_t> roots, Set& out);
+  const Predicted* predicted_for(std::vector<int32_t> nonterminals);
+  int32_t intern_allowed(std::vector<int32_t> terminals);
+  void check(int32_t handle) const;
+
+  EarleyTables t_;
+  int64_t max_items_;
+  int64_t max_sets_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Set>> sets_;
+  std::unordered_map<std::string, int32_t> by_kernel_;
+  std::unordered_map<std::string, std::unique_ptr<Predicted>> predicted_;
+  std::vector<std::vector<int32_t>> allowed_sets_;
+  std::unordered_map<std::string, int32_t> allowed_ids_;
+};
+
+}  // namespace tokamata
