@@ -1,0 +1,220 @@
+"""Building a :class:`~tokamata.grammar.ir.Grammar` piece by piece: terminals, nonterminals,
+BNF rules, EBNF helpers and embedded sub-grammars. Front ends (Lark, later JSON Schema) use it.
+
+Invariants:
+- Byte terminals are shared by expression: two :meth:`GrammarBuilder.terminal` calls with the
+  same (interned) expression return the same index, so identical inline literals are one
+  terminal. Ignored terminals (:meth:`GrammarBuilder.ignore_terminal`) live in their own
+  namespace: a terminal that is both ignored and used in a rule gets two indices, so that
+  "ignored lexemes never reach the parser" never hides a lexeme a rule asks for.
+- Special-token terminals are shared by their id tuple.
+- Helper nonterminals made for EBNF (``__{hint}_{kind}_{n}``) have names no Lark rule can
+  have (Lark rule names start with at most one underscore), so they never collide.
+- The grammar size (symbols over all rules, each rule counting its right-hand side plus one)
+  is checked against ``Limits.max_grammar_symbols`` as rules are added and before a counted
+  repetition is expanded, so ``x{100000000}`` fails fast with :class:`LimitExceeded`.
+- :meth:`GrammarBuilder.build` ends with :func:`~tokamata.grammar.ir.check_grammar`.
+
+What it does not do: parse text, or report undefined names (the front end's job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..automata import derivatives as d
+from ..errors import LimitExceeded, Unsupported
+from ..grammar.ir import Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index
+from ..limits import Limits
+
+__all__ = ["GrammarBuilder", "Origin"]
+
+Origin = tuple[int, int]  # 1-based (line, column)
+
+
+class GrammarBuilder:
+    """Accumulates terminals, nonterminals and rules; :meth:`build` returns the checked IR.
+
+    Symbols are the IR's ints: a terminal index ``i >= 0`` or ``nonterminal(j) < 0``.
+
+    Example::
+
+        >>> from tokamata.automata import derivatives as d
+        >>> b = GrammarBuilder("", Limits())
+        >>> a = b.terminal('"a"', d.byte_set(1 << ord("a")), (1, 1))
+        >>> start = b.nonterminal("start")
+        >>> b.add_rule(start, [b.star([a], "start", (1, 1))], (1, 1))
+        >>> b.build(start).nonterminals
+        ('start', '__start_star_0')
+    """
+
+    def __init__(self, source: str, limits: Limits) -> None:
+        self.source = source
+        self.limits = limits
+        self._terminals: list[Terminal] = []
+        self._by_expr: dict[int, int] = {}
+        self._by_ids: dict[tuple[int, ...], int] = {}
+        self._ignored_by_expr: dict[int, int] = {}
+        self._ignore: list[int] = []
+        self._nonterminals: list[str] = []
+        self._by_name: dict[str, int] = {}
+        self._rules: list[Rule] = []
+        self._size = 0
+        self._fresh = 0
+        self._embedded_ignores: list[tuple[d.Expr, str, tuple[int, int] | None]] = []
+
+    # ------------------------------------------------------------------------ terminals
+
+    def terminal(self, name: str, expr: d.Expr, origin: Origin | None) -> int:
+        """The index of the rule terminal with expression ``expr`` (added if new)."""
+        index = self._by_expr.get(expr.id)
+        if index is None:
+            index = self._by_expr[expr.id] = len(self._terminals)
+            self._terminals.append(Terminal(name, expr, (), origin))
+        return index
+
+    def special_terminal(self, name: str, token_ids: Sequence[int], origin: Origin | None) -> int:
+        """The index of the special-token terminal for ``token_ids`` (added if new)."""
+        ids = tuple(sorted(set(token_ids)))
+        index = self._by_ids.get(ids)
+        if index is None:
+            index = self._by_ids[ids] = len(self._terminals)
+            self._terminals.append(Terminal(name, None, ids, origin))
+        return index
+
+    def ignore_terminal(self, name: str, expr: d.Expr, origin: Origin | None) -> int:
+        """Add ``expr`` to the ``%ignore`` set (once per expression); returns its index."""
+        index = self._ignored_by_expr.get(expr.id)
+        if index is None:
+            index = self._ignored_by_expr[expr.id] = len(self._terminals)
+            self._terminals.append(Terminal(name, expr, (), origin))
+            self._ignore.append(index)
+        return index
+
+    # --------------------------------------------------------------------- nonterminals
+
+    def nonterminal(self, name: str) -> int:
+        """The symbol of the nonterminal called ``name`` (added if new)."""
+        index = self._by_name.get(name)
+        if index is None:
+            index = self._by_name[name] = len(self._nonterminals)
+            self._nonterminals.append(name)
+        return nonterminal(index)
+
+    def fresh(self, hint: str, kind: str) -> int:
+        """A new helper nonterminal's symbol, named ``__{hint}_{kind}_{n}``."""
+        name = f"__{hint}_{kind}_{self._fresh}"
+        self._fresh += 1
+        return self.nonterminal(name)
+
+    def add_rule(self, lhs: int, rhs: Sequence[int], origin: Origin | None) -> None:
+        """Add ``lhs -> rhs`` (``lhs`` a nonterminal symbol)."""
+        self._grow(len(rhs) + 1)
+        self._rules.append(Rule(nonterminal_index(lhs), tuple(rhs), origin))
+
+    def _grow(self, amount: int) -> None:
+        self._check_room(amount)
+        self._size += amount
+
+    def _check_room(self, amount: int) -> None:
+        if self._size + amount > self.limits.max_grammar_symbols:
+            raise LimitExceeded("max_grammar_symbols", self._size + amount,
+                                self.limits.max_grammar_symbols)
+
+    # ------------------------------------------------------------------------ EBNF helpers
+
+    def group(self, options: Sequence[Sequence[int]], hint: str, origin: Origin | None) -> int:
+        """One symbol deriving any of ``options`` (each a sequence of symbols)."""
+        if len(options) == 1 and len(options[0]) == 1:
+            return options[0][0]
+        lhs = self.fresh(hint, "group")
+        for option in options:
+            self.add_rule(lhs, option, origin)
+        return lhs
+
+    def optional(self, item: Sequence[int], hint: str, origin: Origin | None) -> int:
+        """One symbol deriving ``item`` or the empty string."""
+        lhs = self.fresh(hint, "opt")
+        self.add_rule(lhs, item, origin)
+        self.add_rule(lhs, (), origin)
+        return lhs
+
+    def star(self, item: Sequence[int], hint: str, origin: Origin | None) -> int:
+        """One symbol deriving ``item`` zero or more times (left-recursive)."""
+        lhs = self.fresh(hint, "star")
+        self.add_rule(lhs, (), origin)
+        self.add_rule(lhs, (lhs, *item), origin)
+        return lhs
+
+    def plus(self, item: Sequence[int], hint: str, origin: Origin | None) -> int:
+        """One symbol deriving ``item`` one or more times (left-recursive)."""
+        lhs = self.fresh(hint, "plus")
+        self.add_rule(lhs, item, origin)
+        self.add_rule(lhs, (lhs, *item), origin)
+        return lhs
+
+    def repeat(self, item: Sequence[int], low: int, high: int, hint: str,
+               origin: Origin | None) -> list[int]:
+        """Symbols deriving ``item`` ``low`` to ``high`` times (``high`` may be
+        ``derivatives.UNBOUNDED``): ``low`` copies, then a star or a chain of optionals."""
+        if not item or high == 0:
+            return []
+        if len(item) > 1:
+            item = [self.group([item], hint, origin)]
+        optional_count = 0 if high == d.UNBOUNDED else high - low
+        self._check_room(low + 3 * optional_count)  # before anything is allocated
+        out = list(item) * low
+        if high == d.UNBOUNDED:
+            out.append(self.star(item, hint, origin))
+        elif optional_count:
+            tail: list[int] = []
+            for _ in range(optional_count):
+                lhs = self.fresh(hint, "opt")
+                self.add_rule(lhs, (), origin)
+                self.add_rule(lhs, (*item, *tail), origin)
+                tail = [lhs]
+            out.extend(tail)
+        return out
+
+    # --------------------------------------------------------------------- sub-grammars
+
+    def embed(self, sub: Grammar, prefix: str, origin: Origin | None,
+              span: tuple[int, int] | None = None) -> int:
+        """Copy ``sub`` (a checked grammar from another front end) into this one and return the
+        symbol of its start nonterminal.
+
+        Terminals are merged by expression (special tokens by ids); nonterminals are renamed
+        ``{prefix}{name}``; rules keep their origins when they have them, else get ``origin``.
+        ``sub``'s ``%ignore`` terminals must also be ignored by the final grammar (the IR has
+        one global ignore set); :meth:`build` refuses the grammar otherwise.
+        """
+        terminal_map: list[int] = []
+        for t in sub.terminals:
+            if t.expr is None:
+                terminal_map.append(self.special_terminal(t.name, t.token_ids, t.origin or origin))
+            else:
+                terminal_map.append(self.terminal(t.name, t.expr, t.origin or origin))
+        for i in sub.ignore:
+            expr = sub.terminals[i].expr
+            if expr is not None:
+                self._embedded_ignores.append((expr, sub.terminals[i].name, span))
+        nonterminal_map = [self.nonterminal(prefix + name) for name in sub.nonterminals]
+
+        def remap(symbol: int) -> int:
+            return terminal_map[symbol] if is_terminal(symbol) else nonterminal_map[nonterminal_index(symbol)]
+
+        for rule in sub.rules:
+            self.add_rule(nonterminal_map[rule.lhs], [remap(s) for s in rule.rhs], rule.origin or origin)
+        return nonterminal_map[sub.start]
+
+    # ---------------------------------------------------------------------------- result
+
+    def build(self, start: int) -> Grammar:
+        """The checked grammar with start symbol ``start`` (a nonterminal symbol)."""
+        for expr, name, span in self._embedded_ignores:
+            if expr.id not in self._ignored_by_expr:
+                raise Unsupported(f"an embedded grammar that ignores {name} where the enclosing "
+                                  "grammar does not (%ignore is global)", self.source, span)
+        grammar = Grammar(tuple(self._terminals), tuple(self._nonterminals), tuple(self._rules),
+                          nonterminal_index(start), tuple(self._ignore), self.source)
+        return check_grammar(grammar, self.limits)

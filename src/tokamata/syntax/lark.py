@@ -1,0 +1,381 @@
+"""Lark grammar text -> :class:`~tokamata.grammar.ir.Grammar`.
+
+The same grammar text means the same language here as in ``lark`` (Earley parser,
+``lexer="dynamic_complete"``), for grammars that use only Lark's features:
+
+- Rules ``name: alt1 | alt2`` (``?`` / ``!`` modifiers, priorities ``name.2:`` and aliases
+  ``-> name`` are accepted; they shape Lark's trees, not the language), terminals
+  ``NAME: ...`` (references to other terminals are expanded into the terminal's expression;
+  recursion among terminals is an error), ``"string"`` / ``"string"i`` / ``/regex/flags``
+  (flags ``imsux``; ``l`` is refused as in Lark), ranges ``"a".."z"``, groups, ``[optional]``,
+  ``? * +``, ``item ~ n`` and ``item ~ n..m``, ``%ignore``, ``%import common.X``,
+  ``%import common.X -> Y``, ``%import common (A, B)``, ``%override`` and ``%extend``.
+  Literals are decoded exactly as Lark decodes them; inline literals in rules are anonymous
+  terminals, and identical ones are one terminal.
+- ``%import common`` names our own definitions of Lark's ``common.lark`` terminals
+  (:mod:`tokamata.syntax.lark_common`).
+- Refused: rule templates and ``%declare`` (:class:`Unsupported`), imports from anything but
+  ``common`` (:class:`Unsupported`).
+
+A terminal's language is the set of strings its regex matches in full (``re.fullmatch``),
+as everywhere in tokamata. Lark's own lexers call ``re.match``, which prefers the leftmost
+alternative and the shortest lazy repetition; for the usual patterns the two agree, but a
+user regex such as ``/a|ab/`` or ``/".*?"/`` is a larger language here than the lexemes
+Lark's lexer would cut. (The common terminals follow Lark's lexers exactly.)
+
+Extensions (not Lark syntax):
+
+- Special tokens in rules: ``<|eot_id|>`` (the text of a control token of the vocabulary, see
+  :attr:`tokamata.Vocabulary.special_token_names`) and ``<[128009]>``, ``<[1, 2]>``,
+  ``<[5-9]>`` (token ids, each a special token of the vocabulary). They match that token only,
+  never its text.
+- ``%text_until "X"``, usable wherever an item may stand (rules and terminal definitions):
+  seed 000's TEXT_UNTIL. It is one lexeme: any text that does not contain ``X``, followed by
+  ``X`` (which ends it the first time it appears). ``answer: "<a>" %text_until "</a>"``.
+- ``%json { ...JSON Schema... }`` in a rule: the sub-grammar of a JSON Schema, embedded with
+  :meth:`~tokamata.syntax.grammar_builder.GrammarBuilder.embed`. The braces are read as JSON
+  (balanced, strings aware); the JSON Schema compiler itself is not wired in yet, so this is
+  :class:`Unsupported` for now.
+- Counted repetition ``item{m}``, ``item{m,}``, ``item{m,n}`` (as ``item ~ m..n``).
+
+Invariants:
+- Every error is :class:`InvalidSyntax` / :class:`Unsupported` with ``text`` (the grammar),
+  ``span`` (character offsets) and "line L, column C" in its message, or
+  :class:`LimitExceeded`: text length (``max_pattern_length``), bracket and terminal-reference
+  nesting (``max_nesting_depth``), grammar size (``max_grammar_symbols``).
+- Every rule is lowered, used or not, so an undefined name anywhere is reported; every
+  terminal definition is evaluated, so a bad regex anywhere is reported; terminals that match
+  the empty string are refused when a rule or ``%ignore`` uses them (fragments used only inside
+  other terminals may be nullable, as in Lark).
+- The result has passed :func:`~tokamata.grammar.ir.check_grammar`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..automata import derivatives as d
+from ..automata.lower import lower
+from ..errors import InvalidSyntax, LimitExceeded, Unsupported
+from ..grammar.ir import Grammar
+from ..limits import Limits
+from .grammar_builder import GrammarBuilder
+from .lark_common import COMMON_TERMINALS, common_terminal
+from .lark_syntax import (UNBOUNDED, Alt, Definition, Ignore, Import, Json, Literal, Node, Range, Ref, Repeat,
+                          Seq, Source, Span, Special, TextUntil, parse_statements)
+from .regex import parse_regex
+
+__all__ = ["parse_lark"]
+
+
+def parse_lark(text: str, vocab: object, limits: Limits, *, start: str = "start") -> Grammar:
+    """Compile Lark grammar ``text`` to the grammar IR, starting at rule ``start``.
+
+    ``vocab`` (a :class:`tokamata.Vocabulary`, or ``None`` for grammars without special
+    tokens) resolves ``<|name|>`` and ``<[id]>``.
+
+    >>> from tokamata.limits import Limits
+    >>> g = parse_lark('start: "a" NUMBER+\\n%import common.NUMBER\\n%ignore " "', None, Limits())
+    >>> [t.name for t in g.terminals], g.nonterminals
+    (['"a"', 'NUMBER', '" "'], ('start', '__start_plus_0'))
+    """
+    if not isinstance(text, str):
+        raise InvalidSyntax(f"a grammar must be a str, got {type(text).__name__}")
+    source, statements = parse_statements(text, limits)
+    return _Lowering(source, vocab, limits).run(statements, start)
+
+
+@dataclass
+class _TerminalDef:
+    span: Span
+    body: Node | None  # None: imported from common
+    common: str = ""
+    imported_as: str = ""
+
+
+class _Lowering:
+    def __init__(self, source: Source, vocab: object, limits: Limits) -> None:
+        self.source = source
+        self.vocab = vocab
+        self.limits = limits
+        self.builder = GrammarBuilder(source.text, limits)
+        self.rules: dict[str, Definition] = {}
+        self.terminals: dict[str, _TerminalDef] = {}
+        self.exprs: dict[str, d.Expr] = {}
+        self.in_progress: set[str] = set()
+        self.depth = 0
+
+    # -- definitions -------------------------------------------------------------------
+
+    def run(self, statements: list, start: str) -> Grammar:
+        ignores: list[Ignore] = []
+        changes: list[Definition] = []
+        for statement in statements:
+            if isinstance(statement, Definition):
+                if statement.mode == "define":
+                    self.define(statement)
+                else:
+                    changes.append(statement)
+            elif isinstance(statement, Import):
+                self.import_names(statement)
+            else:
+                ignores.append(statement)
+        for change in changes:
+            self.change(change)
+
+        b = self.builder
+        for name in self.rules:  # nonterminal indices follow the order of definition
+            b.nonterminal(name)
+        for name in self.terminals:
+            if self.terminals[name].body is not None:
+                self.terminal_expr(name, self.terminals[name].span)
+        for name, rule in self.rules.items():
+            lhs = b.nonterminal(name)
+            options = rule.body.options if isinstance(rule.body, Alt) else (rule.body,)
+            for option in options:
+                b.add_rule(lhs, self.symbols(option, name), self.origin(option.span if _width(option) else rule.span))
+        for statement in ignores:
+            self.ignore(statement)
+        if start not in self.rules:
+            if not re.fullmatch(r"_?[a-z][_a-z0-9]*", start):
+                raise InvalidSyntax(f"the start symbol must be a rule name (lowercase), got {start!r}")
+            raise self.source.error(f"the start rule {start!r} is not defined", (0, min(1, len(self.source.text))))
+        return b.build(b.nonterminal(start))
+
+    def define(self, statement: Definition) -> None:
+        table: Mapping[str, object] = self.rules if statement.is_rule else self.terminals
+        if statement.name in table:
+            kind = "rule" if statement.is_rule else "terminal"
+            first = self.rules[statement.name].span if statement.is_rule else self.terminals[statement.name].span
+            raise self.source.error(f"{kind} {statement.name!r} is defined more than once (first at "
+                                    f"{self.source.where(first)}); use %override to replace it", statement.span)
+        if statement.is_rule:
+            self.rules[statement.name] = statement
+        else:
+            self.terminals[statement.name] = _TerminalDef(statement.span, statement.body)
+
+    def import_names(self, statement: Import) -> None:
+        for name, local, span in statement.names:
+            if name not in COMMON_TERMINALS:
+                raise self.source.error(f"lark's common.lark has no terminal {name!r} (it has "
+                                        f"{', '.join(sorted(COMMON_TERMINALS))})", span)
+            if Ref(span, local).is_rule:
+                raise self.source.error(f"terminal {name} must be imported under a terminal "
+                                        f"(uppercase) name, not {local!r}", span)
+            existing = self.terminals.get(local)
+            if existing is not None:
+                if existing.body is None and existing.common == name:
+                    continue  # the same import twice
+                raise self.source.error(f"terminal {local!r} is defined more than once (first at "
+                                        f"{self.source.where(existing.span)})", span)
+            self.terminals[local] = _TerminalDef(span, None, name, local)
+
+    def change(self, statement: Definition) -> None:
+        verb = "%" + statement.mode
+        if statement.is_rule:
+            old = self.rules.get(statement.name)
+            if old is None:
+                raise self.source.error(f"{verb} of rule {statement.name!r}, which is not defined", statement.span)
+            body = statement.body if statement.mode == "override" else _extend(old.body, statement.body)
+            self.rules[statement.name] = Definition(statement.span, statement.name, True, body, "define")
+            return
+        existing = self.terminals.get(statement.name)
+        if existing is None:
+            raise self.source.error(f"{verb} of terminal {statement.name!r}, which is not defined", statement.span)
+        if statement.mode == "override":
+            self.terminals[statement.name] = _TerminalDef(statement.span, statement.body)
+        elif existing.body is None:
+            raise self.source.unsupported(f"%extend of the imported terminal {statement.name!r}", statement.span)
+        else:
+            existing.body = _extend(existing.body, statement.body)
+
+    # -- rules -------------------------------------------------------------------------
+
+    def symbols(self, node: Node, hint: str) -> list[int]:
+        """Symbols deriving ``node`` in rule context (EBNF expanded through the builder)."""
+        self.enter()
+        try:
+            return self._symbols(node, hint)
+        finally:
+            self.depth -= 1
+
+    def _symbols(self, node: Node, hint: str) -> list[int]:
+        b = self.builder
+        origin = self.origin(node.span)
+        if isinstance(node, Seq):
+            return [s for item in node.items for s in self.symbols(item, hint)]
+        if isinstance(node, Alt):
+            return [b.group([self.symbols(option, hint) for option in node.options], hint, origin)]
+        if isinstance(node, Repeat):
+            item = self.symbols(node.item, hint)
+            if not item:
+                return []
+            if (node.low, node.high) == (0, 1):
+                return [b.optional(item, hint, origin)]
+            if (node.low, node.high) == (0, UNBOUNDED):
+                return [b.star(item, hint, origin)]
+            if (node.low, node.high) == (1, UNBOUNDED):
+                return [b.plus(item, hint, origin)]
+            return b.repeat(item, node.low, d.UNBOUNDED if node.high == UNBOUNDED else node.high, hint, origin)
+        if isinstance(node, Ref):
+            if node.is_rule:
+                if node.name not in self.rules:
+                    raise self.source.error(f"undefined rule {node.name!r}", node.span)
+                return [b.nonterminal(node.name)]
+            expr = self.terminal_expr(node.name, node.span)
+            return [b.terminal(node.name, expr, self.origin(self.terminals[node.name].span))]
+        if isinstance(node, Special):
+            return [b.special_terminal(node.raw, self.special_ids(node), origin)]
+        if isinstance(node, Json):
+            return [_embed_json_schema(node.schema, b, node.span)]
+        return [b.terminal(self.name(node), self.expr(node), origin)]
+
+    def ignore(self, statement: Ignore) -> None:
+        body = statement.body
+        if isinstance(body, Seq) and not body.items:
+            raise self.source.error("%ignore needs a terminal", statement.span)
+        if isinstance(body, Ref) and not body.is_rule:
+            name, origin = body.name, self.terminals.get(body.name)
+            expr = self.terminal_expr(body.name, body.span)
+            where = self.origin(origin.span if origin else body.span)
+        else:
+            name, expr, where = self.name(body), self.expr(body), self.origin(body.span)
+        self.builder.ignore_terminal(name, expr, where)
+
+    def special_ids(self, node: Special) -> tuple[int, ...]:
+        vocab = self.vocab
+        if vocab is None:
+            raise self.source.error(f"special token {node.raw} needs a vocabulary", node.span)
+        if node.name is not None:
+            names = getattr(vocab, "special_token_names", {})
+            ids = names.get(node.name)
+            if not ids:
+                raise self.source.error(f"unknown special token {node.raw}: the vocabulary has no "
+                                        "control token with that text (use <[id]> for one by id)", node.span)
+            return tuple(ids)
+        special = set(getattr(vocab, "special_token_ids", ()))
+        for i in node.ids:
+            if i not in special:
+                raise self.source.error(f"token id {i} is not a special token of the vocabulary", node.span)
+        return node.ids
+
+    # -- terminals ---------------------------------------------------------------------
+
+    def terminal_expr(self, name: str, span: Span) -> d.Expr:
+        """The expression of terminal ``name`` (references expanded), ``span`` the reference."""
+        found = self.exprs.get(name)
+        if found is not None:
+            return found
+        definition = self.terminals.get(name)
+        if definition is None:
+            raise self.source.error(f"undefined terminal {name!r}", span)
+        if definition.body is None:
+            expr = common_terminal(definition.common, self.limits)
+        else:
+            if name in self.in_progress:
+                raise self.source.error(f"recursion in terminal {name!r} (terminals cannot be "
+                                        "recursive; use a rule)", span)
+            self.in_progress.add(name)
+            try:
+                expr = self.expr(definition.body)
+            finally:
+                self.in_progress.discard(name)
+        self.exprs[name] = expr
+        return expr
+
+    def expr(self, node: Node) -> d.Expr:
+        """The byte expression of ``node`` in terminal context."""
+        self.enter()
+        try:
+            return self._expr(node)
+        finally:
+            self.depth -= 1
+
+    def _expr(self, node: Node) -> d.Expr:
+        if isinstance(node, Seq):
+            return d.concat_all([self.expr(item) for item in node.items])
+        if isinstance(node, Alt):
+            return d.alternation(*(self.expr(option) for option in node.options))
+        if isinstance(node, Repeat):
+            return d.repeat(self.expr(node.item), node.low, d.UNBOUNDED if node.high == UNBOUNDED else node.high)
+        if isinstance(node, Ref):
+            if node.is_rule:
+                raise self.source.error(f"rules are not allowed inside terminals (rule {node.name!r})", node.span)
+            return self.terminal_expr(node.name, node.span)
+        if isinstance(node, Literal):
+            return self.literal_expr(node)
+        if isinstance(node, Range):
+            return self.regex_expr(f"[{node.low}-{node.high}]", node.span, None, 0)
+        if isinstance(node, TextUntil):
+            return d.text_until(self.encode(node.stop.value, node.stop.span))
+        if isinstance(node, Special):
+            raise self.source.unsupported(f"special token {node.raw} inside a terminal or %ignore "
+                                          "(use it in a rule)", node.span)
+        raise self.source.unsupported("%json inside a terminal or %ignore (use it in a rule)", node.span)
+
+    def literal_expr(self, literal: Literal) -> d.Expr:
+        if not literal.is_regex:
+            if not literal.flags:
+                return d.concat_all(d.byte_set(1 << b) for b in self.encode(literal.value, literal.span))
+            self.encode(literal.value, literal.span)
+            return self.regex_expr("(?i:" + re.escape(literal.value) + ")", literal.span, None, 0)
+        prefix = "".join(f"(?{flag}:" for flag in literal.flags)
+        pattern = prefix + literal.value + ")" * len(literal.flags)
+        return self.regex_expr(pattern, literal.span, literal, len(prefix))
+
+    def regex_expr(self, pattern: str, span: Span, literal: Literal | None, prefix: int) -> d.Expr:
+        try:
+            return lower(parse_regex(pattern, self.limits))
+        except (InvalidSyntax, Unsupported) as error:
+            where = span
+            if literal is not None and error.span is not None:
+                last = len(literal.offsets) - 1
+                lo = min(max(error.span[0] - prefix, 0), last)
+                hi = min(max(error.span[1] - prefix - 1, lo), last)
+                where = (literal.offsets[lo], literal.offsets[hi] + 1)
+            what = self.source.text[span[0]:span[1]]
+            if isinstance(error, Unsupported):
+                raise self.source.unsupported(f"{error.feature} in {what}", where) from None
+            raise self.source.error(f"{error.message} in {what}", where) from None
+
+    def encode(self, value: str, span: Span) -> bytes:
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.source.error("a literal with a lone surrogate has no UTF-8 spelling", span) from None
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > self.limits.max_nesting_depth:
+            raise LimitExceeded("max_nesting_depth", self.depth, self.limits.max_nesting_depth)
+
+    def origin(self, span: Span) -> tuple[int, int]:
+        return self.source.origin(span[0])
+
+    def name(self, node: Node) -> str:
+        """A terminal name for an anonymous item: its source text."""
+        return self.source.text[node.span[0]:node.span[1]]
+
+
+def _width(node: Node) -> int:
+    return node.span[1] - node.span[0]
+
+
+def _extend(old: Node, new: Node) -> Node:
+    options = (old.options if isinstance(old, Alt) else (old,)) + (new.options if isinstance(new, Alt) else (new,))
+    return Alt(old.span, options)
+
+
+def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span) -> int:
+    """The symbol deriving the JSON texts ``schema`` accepts, embedded into ``builder``.
+
+    To wire the JSON Schema front end: ``sub = schema_to_grammar(schema, ...)`` (a checked
+    :class:`Grammar`), then ``return builder.embed(sub, f"__json{span[0]}_", origin, span)``.
+    """
+    source = Source(builder.source)
+    raise Unsupported(f"%json (the JSON Schema compiler is not available yet) ({source.where(span)})",
+                      builder.source, span)

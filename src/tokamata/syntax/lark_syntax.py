@@ -1,0 +1,748 @@
+"""Lark grammar text -> statements with EBNF bodies (an AST), with exact source spans.
+
+Invariants:
+- The accepted syntax is Lark's (``lark/load_grammar.py``'s tokens and rules) plus tokamata's
+  extensions: special tokens ``<|name|>`` / ``<[id, id, lo-hi]>``, ``%text_until "X"``,
+  ``%json {...}`` and counted repetition ``item{m}``, ``item{m,}``, ``item{m,n}``.
+  Rule templates and ``%declare`` are :class:`Unsupported`; anything else Lark would not
+  parse is :class:`InvalidSyntax`.
+- String and regex literals are decoded exactly as Lark decodes them (its ``eval_escaping``
+  followed, for strings, by collapsing ``\\\\`` to ``\\``), quirks included, so that the same
+  literal means the same lexeme; every decoded character remembers its source offset, so a
+  regex error points into the grammar text.
+- Every error carries ``text`` (the grammar) and ``span`` (character offsets), and its message
+  says "line L, column C". Bracket nesting is bounded by ``Limits.max_nesting_depth``.
+- Statements end at a newline; a following line whose first non-blank character is ``|``
+  continues the alternatives (comment and blank lines in between are skipped). ``\\`` at the
+  end of a line joins lines. Comments are ``//`` and ``#`` to the end of the line.
+
+What it does not do: resolve names or build expressions (see :mod:`tokamata.syntax.lark`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import NoReturn, Union
+
+from ..errors import InvalidSyntax, LimitExceeded, Unsupported
+from ..limits import Limits
+
+__all__ = ["Literal", "Range", "Ref", "Special", "TextUntil", "Json", "Seq", "Alt", "Repeat", "Node",
+           "Definition", "Ignore", "Import", "Statement", "parse_statements", "Source"]
+
+Span = tuple[int, int]
+UNBOUNDED = -1
+
+
+class Source:
+    """The grammar text with offset -> (line, column) and located errors."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def origin(self, offset: int) -> tuple[int, int]:
+        line = bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+    def where(self, span: Span) -> str:
+        line, column = self.origin(span[0])
+        return f"line {line}, column {column}"
+
+    def error(self, message: str, span: Span) -> InvalidSyntax:
+        return InvalidSyntax(f"{message} ({self.where(span)})", self.text, span)
+
+    def unsupported(self, feature: str, span: Span) -> Unsupported:
+        return Unsupported(f"{feature} ({self.where(span)})", self.text, span)
+
+
+# ------------------------------------------------------------------------------- the AST
+
+
+@dataclass(frozen=True)
+class Literal:
+    """``"..."`` (``is_regex`` False) or ``/.../``: ``value`` decoded as Lark does, ``flags`` as
+    written, ``offsets[i]`` the source offset of ``value[i]``."""
+    span: Span
+    raw: str
+    value: str
+    flags: str
+    is_regex: bool
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """``"a".."z"``: Lark builds the regex ``[a-z]`` from the literals' raw contents."""
+    span: Span
+    raw: str
+    low: str
+    high: str
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A rule (lowercase) or terminal (uppercase) name."""
+    span: Span
+    name: str
+
+    @property
+    def is_rule(self) -> bool:
+        return not self.name.lstrip("_")[:1].isupper()
+
+
+@dataclass(frozen=True)
+class Special:
+    """``<|name|>`` (``name`` set) or ``<[ids]>`` (``ids`` set): a special token."""
+    span: Span
+    raw: str
+    name: str | None
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TextUntil:
+    """``%text_until "X"``: text without X, then X."""
+    span: Span
+    raw: str
+    stop: Literal
+
+
+@dataclass(frozen=True)
+class Json:
+    """``%json {...}``: a JSON Schema (already ``json.loads``-ed)."""
+    span: Span
+    schema: object
+
+
+@dataclass(frozen=True)
+class Seq:
+    span: Span
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    span: Span
+    options: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``item`` ``low``..``high`` times (``high == UNBOUNDED``: no bound)."""
+    span: Span
+    item: "Node"
+    low: int
+    high: int
+
+
+Node = Union[Literal, Range, Ref, Special, TextUntil, Json, Seq, Alt, Repeat]
+
+
+@dataclass(frozen=True)
+class Definition:
+    """``name: body`` (rule or terminal); ``mode`` is "define", "override" or "extend"."""
+    span: Span  # the name
+    name: str
+    is_rule: bool
+    body: Node
+    mode: str
+
+
+@dataclass(frozen=True)
+class Ignore:
+    span: Span
+    body: Node
+
+
+@dataclass(frozen=True)
+class Import:
+    """``%import common...``: ``names`` are (name in common.lark, local name, span)."""
+    span: Span
+    names: tuple[tuple[str, str, Span], ...]
+
+
+Statement = Union[Definition, Ignore, Import]
+
+# ------------------------------------------------------------------------------ the lexer
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str
+    value: str
+    start: int
+    end: int
+
+    @property
+    def span(self) -> Span:
+        return (self.start, self.end)
+
+
+_PUNCT = {"(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "{": "LBRACE", "}": "RBRACE",
+          ":": "COLON", ",": "COMMA", "~": "TILDE", "+": "OP", "*": "OP"}
+_DIRECTIVES = frozenset({"%ignore", "%import", "%override", "%extend", "%declare", "%text_until", "%json"})
+_RULE = re.compile(r"(?:!|![?]|[?]!?)?(_?[a-z][_a-z0-9]*)")
+_TERMINAL = re.compile(r"_?[A-Z][_A-Z0-9]*")
+_NUMBER = re.compile(r"-?[0-9]+")
+_DIRECTIVE = re.compile(r"%[a-z_]+")
+_SPACE = re.compile(r"(?:[ \t\f\r]|\\[ \t]*\r?\n|//[^\n]*|#[^\n]*)*")
+_BLANK_LINES = re.compile(r"(?:[ \t\f\r\n]|//[^\n]*|#[^\n]*)*")
+_SPECIAL_IDS = re.compile(r"\s*([0-9]+)(?:\s*-\s*([0-9]+))?\s*")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_COUNT_AHEAD = re.compile(r"[ \t]*[0-9]")
+
+
+class _Lexer:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.text = source.text
+        self.pos = 0
+        self._peeked: _Token | None = None
+
+    def peek(self) -> _Token:
+        if self._peeked is None:
+            self._peeked = self._scan()
+        return self._peeked
+
+    def next(self) -> _Token:
+        token = self.peek()
+        self._peeked = None
+        return token
+
+    def _scan(self) -> _Token:
+        text = self.text
+        self.pos = _SPACE.match(text, self.pos).end()
+        start = self.pos
+        if start >= len(text):
+            return _Token("EOF", "", start, start)
+        c = text[start]
+        if c == "\n":
+            after = _BLANK_LINES.match(text, start).end()
+            if after < len(text) and text[after] == "|":  # the alternatives continue
+                self.pos = after + 1
+                return _Token("OR", "|", after, after + 1)
+            self.pos = after
+            return _Token("NL", "\n", start, start + 1)
+        if c == "|":
+            return self._token("OR", start, start + 1)
+        if c == '"':
+            return self._string(start)
+        if c == "/":
+            return self._regexp(start)
+        if c == "<":
+            return self._special(start)
+        if c == "%":
+            m = _DIRECTIVE.match(text, start)
+            if m is None or m.group() not in _DIRECTIVES:
+                word = m.group() if m else "%"
+                raise self.source.error(f"unknown directive {word!r}", (start, start + len(word)))
+            return self._token("DIRECTIVE", start, m.end())
+        if c == "-" and text.startswith("->", start):
+            return self._token("TO", start, start + 2)
+        if c == ".":
+            if text.startswith("..", start):
+                return self._token("DOTDOT", start, start + 2)
+            return self._token("DOT", start, start + 1)
+        if c in "?!":
+            m = _RULE.match(text, start)
+            if m is not None and m.start(1) > start:
+                return self._token("RULE", start, m.end())
+            if c == "?":
+                return self._token("OP", start, start + 1)
+        if c in _PUNCT:
+            return self._token(_PUNCT[c], start, start + 1)
+        for kind, pattern in (("RULE", _RULE), ("TERMINAL", _TERMINAL), ("NUMBER", _NUMBER)):
+            m = pattern.match(text, start)
+            if m is not None:
+                return self._token(kind, start, m.end())
+        raise self.source.error(f"unexpected character {c!r}", (start, start + 1))
+
+    def _token(self, kind: str, start: int, end: int) -> _Token:
+        self.pos = end
+        return _Token(kind, self.text[start:end], start, end)
+
+    def _string(self, start: int) -> _Token:
+        text = self.text
+        i = start + 1
+        while True:
+            if i >= len(text) or text[i] == "\n":
+                raise self.source.error("unterminated string literal", (start, start + 1))
+            if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
+                i += 2
+            elif text[i] == '"':
+                break
+            else:
+                i += 1
+        end = i + 1
+        if end < len(text) and text[end] == "i":
+            end += 1
+        return self._token("STRING", start, end)
+
+    def _regexp(self, start: int) -> _Token:
+        text = self.text
+        i = start + 1
+        while True:
+            if i >= len(text):
+                raise self.source.error("unterminated regular expression", (start, start + 1))
+            if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in "/\\":
+                i += 2
+            elif text[i] == "/":
+                break
+            else:
+                i += 1
+        end = i + 1
+        while end < len(text) and text[end] in "imslux":
+            end += 1
+        return self._token("REGEXP", start, end)
+
+    def _special(self, start: int) -> _Token:
+        text = self.text
+        closer = "]>" if text.startswith("<[", start) else ">"
+        end = text.find(closer, start + 1)
+        newline = text.find("\n", start)
+        if end < 0 or 0 <= newline < end:
+            raise self.source.error(f"special token without its closing {closer!r}", (start, start + 1))
+        return self._token("SPECIAL", start, end + len(closer))
+
+    def raw_json(self, limits: Limits) -> tuple[object, Span]:
+        """After ``%json``: the balanced ``{...}`` block, decoded by ``json.loads``."""
+        text = self.text
+        resume = self.pos if self._peeked is None else self._peeked.start
+        self._peeked = None
+        start = _BLANK_LINES.match(text, resume).end()
+        if start >= len(text) or text[start] != "{":
+            raise self.source.error("%json must be followed by a JSON object {...}", (start, start + 1))
+        open_brackets: list[str] = []
+        i = start
+        while True:
+            if i >= len(text):
+                raise self.source.error("unbalanced '{' of %json (no matching '}')", (start, start + 1))
+            c = text[i]
+            if c == '"':
+                i += 1
+                while i < len(text) and text[i] != '"':
+                    i += 2 if text[i] == "\\" else 1
+            elif c in "{[":
+                open_brackets.append("}" if c == "{" else "]")
+                if len(open_brackets) > limits.max_nesting_depth:
+                    raise LimitExceeded("max_nesting_depth", len(open_brackets), limits.max_nesting_depth)
+            elif c in "}]":
+                if open_brackets.pop() != c:
+                    break  # mismatched: json.loads below says where
+                if not open_brackets:
+                    break
+            i += 1
+        end = i + 1
+        self.pos = end
+        try:
+            schema = json.loads(text[start:end])
+        except json.JSONDecodeError as e:
+            at = start + e.pos
+            raise self.source.error(f"malformed JSON in %json: {e.msg}", (at, at + 1)) from None
+        except RecursionError:  # pragma: no cover - depth is bounded above
+            raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
+                                limits.max_nesting_depth) from None
+        return schema, (start, end)
+
+
+# ------------------------------------------------------------------- literals, as Lark reads them
+
+
+def decode_literal(raw: str, start: int, source: Source) -> Literal:
+    """Decode a STRING or REGEXP token (``raw`` at offset ``start``) the way Lark does."""
+    is_regex = raw[0] == "/"
+    close = raw.rfind(raw[0])
+    flags = raw[close + 1:]
+    span = (start, start + len(raw))
+    for f in flags:
+        if f not in "imslux" or (f != "i" and not is_regex):
+            raise source.error(f"unknown flag {f!r} (Lark's flags are {'imslux' if is_regex else 'i'})", span)
+    if "l" in flags:
+        raise source.error("regex flag 'l' is not a Python re flag (Lark rejects it too)", span)
+    if not is_regex and "\n" in raw:  # pragma: no cover - the lexer stops strings at newlines
+        raise source.error("newlines are not allowed in string literals", span)
+    if is_regex and "\n" in raw and "x" not in flags:
+        raise source.error("newlines in a regular expression need the x (verbose) flag", span)
+    body_start = start + 1
+    chars = _lark_unescape(raw[1:close], body_start, source, span)
+    if not is_regex:
+        chars = _collapse_backslashes(chars)
+    if not chars:
+        raise source.error("empty terminals are not allowed", span)
+    return Literal(span, raw, "".join(c for c, _ in chars), flags, is_regex, tuple(o for _, o in chars))
+
+
+def _lark_unescape(body: str, base: int, source: Source, span: Span) -> list[tuple[str, int]]:
+    """Lark's ``eval_escaping``, character by character with source offsets: protect every
+    backslash except before ``\\`` / ``Uuxnftr``, drop the backslash of ``\\"``, then evaluate
+    the Python escapes that remain."""
+    staged: list[tuple[str, int]] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            staged.append((c, base + i))
+            i += 1
+            continue
+        if i + 1 >= len(body):
+            raise source.error("literal ends with a lone backslash", span)
+        n2 = body[i + 1]
+        staged.append(("\\", base + i))
+        if n2 == "\\":
+            staged += [("\\", base + i), ("\\", base + i)]
+        elif n2 not in "Uuxnftr":
+            staged.append(("\\", base + i))
+        staged.append((n2, base + i + 1))
+        i += 2
+    merged: list[tuple[str, int]] = []  # Lark's w.replace('\\"', '"')
+    k = 0
+    while k < len(staged):
+        if staged[k][0] == "\\" and k + 1 < len(staged) and staged[k + 1][0] == '"':
+            merged.append(staged[k + 1])
+            k += 2
+        else:
+            merged.append(staged[k])
+            k += 1
+    out: list[tuple[str, int]] = []  # Python's string-literal escapes
+    k = 0
+    while k < len(merged):
+        c, offset = merged[k]
+        if c != "\\" or k + 1 >= len(merged):
+            out.append((c, offset))
+            k += 1
+            continue
+        n2 = merged[k + 1][0]
+        if n2 in "\\\"'":
+            out.append((n2, offset))
+            k += 2
+        elif n2 in "nftr":
+            out.append(({"n": "\n", "f": "\f", "t": "\t", "r": "\r"}[n2], offset))
+            k += 2
+        elif n2 in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[n2]
+            digits = "".join(ch for ch, _ in merged[k + 2:k + 2 + width])
+            if len(digits) < width or not set(digits) <= _HEX or int(digits, 16) > 0x10FFFF:
+                end = merged[min(k + 1 + width, len(merged) - 1)][1] + 1
+                raise source.error(f"bad \\{n2} escape (needs {width} hex digits)", (offset, end))
+            out.append((chr(int(digits, 16)), offset))
+            k += 2 + width
+        else:  # pragma: no cover - every other backslash was protected above
+            out.append((c, offset))
+            k += 1
+    return out
+
+
+def _collapse_backslashes(chars: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []  # Lark's s.replace('\\\\', '\\') for strings
+    k = 0
+    while k < len(chars):
+        out.append(chars[k])
+        k += 2 if chars[k][0] == "\\" and k + 1 < len(chars) and chars[k + 1][0] == "\\" else 1
+    return out
+
+
+def escaping_length(content: str, start: int, source: Source, span: Span) -> int:
+    """Length of ``content`` after Lark's ``eval_escaping`` (a range end must have length 1)."""
+    return len(_lark_unescape(content, start, source, span)) if content else 0
+
+
+# ------------------------------------------------------------------------------- the parser
+
+
+_ATOM_STARTS = frozenset({"LPAR", "LSQB", "STRING", "REGEXP", "RULE", "TERMINAL", "SPECIAL"})
+_CLOSERS = {"LPAR": "RPAR", "LSQB": "RSQB"}
+
+
+class _Parser:
+    def __init__(self, source: Source, limits: Limits) -> None:
+        self.source = source
+        self.limits = limits
+        self.lexer = _Lexer(source)
+        self.depth = 0
+        self.open_brackets: list[_Token] = []
+
+    def fail(self, token: _Token, expected: str) -> NoReturn:
+        if token.kind in ("NL", "EOF") and self.open_brackets:
+            opener = self.open_brackets[-1]
+            raise self.source.error(f"unbalanced {opener.value!r}: no matching "
+                                    f"{')' if opener.kind == 'LPAR' else ']'!r}", opener.span)
+        if token.kind in ("RPAR", "RSQB"):
+            if not self.open_brackets:
+                raise self.source.error(f"unbalanced {token.value!r}", token.span)
+            opener = self.open_brackets[-1]
+            raise self.source.error(f"{token.value!r} does not match {opener.value!r} opened at "
+                                    f"{self.source.where(opener.span)}", token.span)
+        what = {"NL": "end of line", "EOF": "end of text"}.get(token.kind, repr(token.value))
+        raise self.source.error(f"unexpected {what}, expected {expected}", token.span)
+
+    def expect(self, kind: str, expected: str) -> _Token:
+        token = self.lexer.next()
+        if token.kind != kind:
+            self.fail(token, expected)
+        return token
+
+    def end_of_statement(self) -> None:
+        token = self.lexer.next()
+        if token.kind not in ("NL", "EOF"):
+            self.fail(token, "the end of the line")
+
+    # -- statements --------------------------------------------------------------------
+
+    def statements(self) -> list[Statement]:
+        out: list[Statement] = []
+        while True:
+            token = self.lexer.next()
+            if token.kind == "EOF":
+                return out
+            if token.kind == "NL":
+                continue
+            if token.kind in ("RULE", "TERMINAL"):
+                out.append(self.definition(token, "define"))
+            elif token.kind == "DIRECTIVE" and token.value in ("%override", "%extend"):
+                name = self.lexer.next()
+                if name.kind not in ("RULE", "TERMINAL"):
+                    self.fail(name, f"a rule or terminal definition after {token.value}")
+                out.append(self.definition(name, token.value[1:]))
+            elif token.kind == "DIRECTIVE" and token.value == "%ignore":
+                body = self.expansions(top=False)
+                self.end_of_statement()
+                out.append(Ignore((token.start, max(body.span[1], token.end)), body))
+            elif token.kind == "DIRECTIVE" and token.value == "%import":
+                out.append(self.import_statement(token))
+            elif token.kind == "DIRECTIVE" and token.value == "%declare":
+                raise self.source.unsupported("%declare (terminals without a definition cannot be "
+                                              "enforced)", token.span)
+            else:
+                self.fail(token, "a rule, a terminal or a directive")
+
+    def definition(self, name: _Token, mode: str) -> Definition:
+        is_rule = name.kind == "RULE"
+        bare = name.value.lstrip("?!")
+        token = self.lexer.peek()
+        if token.kind == "LBRACE":
+            raise self.source.unsupported("rule templates (name{params})", token.span)
+        if token.kind == "DOT":  # priority: accepted, does not change the language
+            self.lexer.next()
+            if self.lexer.peek().kind == "OP" and self.lexer.peek().value == "+":
+                self.lexer.next()
+            self.expect("NUMBER", "a priority number after '.'")
+        self.expect("COLON", "':'")
+        body = self.expansions(top=is_rule)
+        self.end_of_statement()
+        if not is_rule and name.value != bare:
+            raise self.source.error("terminals cannot have rule modifiers", name.span)
+        return Definition((name.start, name.end), bare, is_rule, body, mode)
+
+    def import_statement(self, directive: _Token) -> Import:
+        first = self.lexer.next()
+        if first.kind == "DOT":
+            raise self.source.unsupported("relative %import (grammar files)", first.span)
+        if first.kind not in ("RULE", "TERMINAL"):
+            self.fail(first, "a module name after %import")
+        path = [first]
+        while self.lexer.peek().kind == "DOT":
+            self.lexer.next()
+            part = self.lexer.next()
+            if part.kind not in ("RULE", "TERMINAL"):
+                self.fail(part, "a name after '.'")
+            path.append(part)
+        if path[0].value != "common":
+            raise self.source.unsupported(f"%import from {path[0].value!r} (only lark's common "
+                                          "terminals are built in)", path[0].span)
+        names: list[tuple[str, str, Span]] = []
+        token = self.lexer.peek()
+        if token.kind == "LPAR":
+            if len(path) != 1:
+                self.fail(token, "the end of the line")
+            self.lexer.next()
+            while True:
+                name = self.lexer.next()
+                if name.kind not in ("RULE", "TERMINAL"):
+                    self.fail(name, "a name to import")
+                names.append((name.value, name.value, name.span))
+                sep = self.lexer.next()
+                if sep.kind == "RPAR":
+                    break
+                if sep.kind != "COMMA":
+                    self.fail(sep, "',' or ')'")
+        else:
+            if len(path) != 2:
+                raise self.source.error("%import common needs a name: common.NAME or common (A, B)",
+                                        (directive.start, path[-1].end))
+            local = path[1]
+            if token.kind == "TO":
+                self.lexer.next()
+                local = self.lexer.next()
+                if local.kind not in ("RULE", "TERMINAL"):
+                    self.fail(local, "a name after '->'")
+            names.append((path[1].value, local.value, (path[1].start, local.end)))
+        self.end_of_statement()
+        return Import((directive.start, path[-1].end), tuple(names))
+
+    # -- expressions -------------------------------------------------------------------
+
+    def expansions(self, top: bool) -> Node:
+        start = self.lexer.peek().start
+        options = [self.alias(top)]
+        while self.lexer.peek().kind == "OR":
+            self.lexer.next()
+            options.append(self.alias(top))
+        if len(options) == 1:
+            return options[0]
+        return Alt((start, options[-1].span[1]), tuple(options))
+
+    def alias(self, top: bool) -> Node:
+        start = self.lexer.peek().start
+        items: list[Node] = []
+        while self.lexer.peek().kind in _ATOM_STARTS or (
+                self.lexer.peek().kind == "DIRECTIVE" and self.lexer.peek().value in ("%text_until", "%json")):
+            items.append(self.expr())
+        token = self.lexer.peek()
+        if token.kind == "TO":
+            if not top:
+                raise self.source.error("an alias (-> name) is only allowed at the end of a rule's "
+                                        "alternative", token.span)
+            self.lexer.next()
+            self.expect("RULE", "a rule name after '->'")
+            token = self.lexer.peek()
+        if token.kind not in ("OR", "RPAR", "RSQB", "NL", "EOF"):
+            self.fail(token, "an item, '|' or the end of the line")
+        seq_end = items[-1].span[1] if items else start
+        return items[0] if len(items) == 1 else Seq((start, seq_end), tuple(items))
+
+    def expr(self) -> Node:
+        atom = self.atom()
+        start = atom.span[0]
+        token = self.lexer.peek()
+        if token.kind == "OP":
+            self.lexer.next()
+            low, high = {"?": (0, 1), "*": (0, UNBOUNDED), "+": (1, UNBOUNDED)}[token.value]
+            return Repeat((start, token.end), atom, low, high)
+        if token.kind == "TILDE":
+            self.lexer.next()
+            low_token = self.expect("NUMBER", "a count after '~'")
+            low = high = self.count(low_token)
+            end = low_token.end
+            if self.lexer.peek().kind == "DOTDOT":
+                self.lexer.next()
+                high_token = self.expect("NUMBER", "a count after '..'")
+                high, end = self.count(high_token), high_token.end
+                if high < low:
+                    raise self.source.error(f"bad range {low}..{high} (the maximum is below the "
+                                            "minimum)", (low_token.start, end))
+            return Repeat((start, end), atom, low, high)
+        if token.kind == "LBRACE":
+            self.lexer.next()
+            low_token = self.expect("NUMBER", "a count after '{'")
+            low = high = self.count(low_token)
+            if self.lexer.peek().kind == "COMMA":
+                self.lexer.next()
+                high = UNBOUNDED
+                if self.lexer.peek().kind == "NUMBER":
+                    high = self.count(self.lexer.next())
+            close = self.expect("RBRACE", "'}'")
+            if high != UNBOUNDED and high < low:
+                raise self.source.error(f"bad repetition {{{low},{high}}} (the maximum is below the "
+                                        "minimum)", (token.start, close.end))
+            return Repeat((start, close.end), atom, low, high)
+        return atom
+
+    def count(self, token: _Token) -> int:
+        value = int(token.value)
+        if value < 0:
+            raise self.source.error("a repetition count cannot be negative", token.span)
+        return value
+
+    def atom(self) -> Node:
+        token = self.lexer.next()
+        kind = token.kind
+        if kind in ("LPAR", "LSQB"):
+            self.depth += 1
+            if self.depth > self.limits.max_nesting_depth:
+                raise LimitExceeded("max_nesting_depth", self.depth, self.limits.max_nesting_depth)
+            self.open_brackets.append(token)
+            inner = self.expansions(top=False)
+            close = self.lexer.next()
+            if close.kind != _CLOSERS[kind]:
+                self.fail(close, f"{')' if kind == 'LPAR' else ']'!r}")
+            self.open_brackets.pop()
+            self.depth -= 1
+            span = (token.start, close.end)
+            if kind == "LSQB":
+                return Repeat(span, inner, 0, 1)
+            if isinstance(inner, Seq):
+                return Seq(span, inner.items)
+            return inner
+        if kind == "STRING":
+            if self.lexer.peek().kind == "DOTDOT":
+                return self.range(token)
+            return decode_literal(token.value, token.start, self.source)
+        if kind == "REGEXP":
+            return decode_literal(token.value, token.start, self.source)
+        if kind in ("RULE", "TERMINAL"):
+            if token.value[0] in "?!":
+                raise self.source.error("rule modifiers (? !) are only allowed where a rule is "
+                                        "defined", token.span)
+            brace = self.lexer.peek()
+            if kind == "RULE" and brace.kind == "LBRACE" and not _COUNT_AHEAD.match(self.lexer.text, brace.end):
+                raise self.source.unsupported("rule templates (name{args})", brace.span)
+            return Ref(token.span, token.value)
+        if kind == "SPECIAL":
+            return self.special(token)
+        if kind == "DIRECTIVE" and token.value == "%text_until":
+            stop = self.lexer.next()
+            if stop.kind != "STRING":
+                self.fail(stop, 'a string literal after %text_until (%text_until "X")')
+            literal = decode_literal(stop.value, stop.start, self.source)
+            if literal.flags:
+                raise self.source.error("%text_until takes a plain string (no flags)", stop.span)
+            span = (token.start, stop.end)
+            return TextUntil(span, self.source.text[span[0]:span[1]], literal)
+        if kind == "DIRECTIVE" and token.value == "%json":
+            schema, (_, end) = self.lexer.raw_json(self.limits)
+            return Json((token.start, end), schema)
+        self.fail(token, "an item")
+
+    def range(self, low: _Token) -> Range:
+        self.lexer.next()  # ..
+        high = self.expect("STRING", "a string after '..'")
+        span = (low.start, high.end)
+        for token in (low, high):
+            if token.value.endswith("i"):
+                raise self.source.error("a range end cannot have the i flag", token.span)
+            content = token.value[1:-1]
+            if escaping_length(content, token.start + 1, self.source, token.span) != 1:
+                raise self.source.error(f"a range end must be one character, got {token.value}",
+                                        token.span)
+        return Range(span, self.source.text[span[0]:span[1]], low.value[1:-1], high.value[1:-1])
+
+    def special(self, token: _Token) -> Special:
+        raw = token.value
+        if not raw.startswith("<["):
+            return Special(token.span, raw, raw, ())
+        ids: list[int] = []
+        for part in raw[2:-2].split(","):
+            m = _SPECIAL_IDS.fullmatch(part)
+            if m is None:
+                raise self.source.error(f"bad special token id list {raw} (expected <[id]>, "
+                                        "<[id, id]> or <[lo-hi]>)", token.span)
+            low = int(m.group(1))
+            high = int(m.group(2)) if m.group(2) else low
+            if high < low:
+                raise self.source.error(f"bad id range {low}-{high} in {raw}", token.span)
+            if high - low > 1_000_000:
+                raise self.source.error(f"id range {low}-{high} in {raw} is too large", token.span)
+            ids.extend(range(low, high + 1))
+        return Special(token.span, raw, None, tuple(sorted(set(ids))))
+
+
+def parse_statements(text: str, limits: Limits) -> tuple[Source, list[Statement]]:
+    """Parse Lark grammar text into statements (names unresolved)."""
+    if len(text) > limits.max_pattern_length:
+        raise LimitExceeded("max_pattern_length", len(text), limits.max_pattern_length)
+    source = Source(text)
+    return source, _Parser(source, limits).statements()
