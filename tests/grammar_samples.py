@@ -38,11 +38,44 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as sre_c  # type: ignore[no-redef]
     import sre_parse  # type: ignore[no-redef]
 
-__all__ = ["GRAMMAR_DIR", "GRAMMAR_NAMES", "grammar_text", "lark_parser", "RegexSampler",
+__all__ = ["GRAMMAR_DIR", "GRAMMAR_NAMES", "EXAMPLES", "grammar_text", "lark_parser", "RegexSampler",
            "SentenceGenerator"]
 
 GRAMMAR_DIR = Path(__file__).resolve().parent / "data" / "grammars"
 GRAMMAR_NAMES = ("json", "arithmetic", "c_like", "csv", "nested_lists", "sql")
+
+
+# Hand-written texts per grammar: (accepted by lark, rejected by lark); checked in
+# tests/unit/test_grammar_samples.py, replayed against tokamata byte by byte.
+EXAMPLES = {
+    "json": (['{"a": [1, -2.5e+3, true, null], "b\\u00e9\\n": {}}', ' "é" ', "0", "[]", "[[],{}]",
+              "-0", "1E+2", '"\u2028\x7f😀"', '{"":""}', ' [ ] '],
+             ["01", "[1,]", '"\\x"', '{"a"}', "tru", "'a'", '"\x01"', "1.", "", "+1", "[1 2]",
+              '"\\u12G4"', "nul", "1e", ".5"]),
+    "arithmetic": (["1 + 2 * (x - -3) / y_1", "--4", "a*b*c", "(((1)))", "1.5e3-.5", "1.e5", ".5",
+                    "x1e5", "_", "1e5*1E-5"],
+                   ["1 +", "()", "1 2", "+1", "a b", "", "1e", "1 ** 2", "(1", "1)"]),
+    "c_like": (["int main() { int x = 1; while (x < 10) x = x + 1; return x; }",
+                'if (a && !b) f(1, "s"); else { g(); }  // done\n',
+                "float f(int a, char b) { return a * -b % 3 >= 2 || a != b; }",
+                "int if = 2;", "intx;", "ifx(1);", "x = \"a\\\"é\";", "{}", "return;",
+                "int x = 1 // c\n;"],
+               ["int x = ;", "if x) y;", "int f( { }", "return 1", "x = 1; // no newline", "",
+                "int x = 1 // c;", "x = 1 <> 2;", "else x;", "int 1;"]),
+    "csv": (["a,b\n1,2\n", "a,b\r\n1,2", 'name,"q""uote"\n"x,y",\n,\n', "h", "a,b\r\n",
+             '"a\r\nb",c', "é, ü\n\n"],
+            ["", ",a", 'a,"b', 'a\n"x"y', 'a,b\n1,"2"3', "a\r", 'a"b', "a,\n"]),
+    "nested_lists": (["[1, [2, [3]], []]", "[ ]", "[-1,+2,x_1,[[]]]", " [a] ", "[[[[]]]]"],
+                     ["[1,]", "[1 2]", "1", "[", "[[]", "[,]", "[--1]", "[1.5]"]),
+    "sql": (["SELECT a, b FROM t WHERE a = 1 AND (b <> 'x''y' OR NOT c >= 2) "
+             "ORDER BY a DESC, b LIMIT 10;",
+             "select * from t", "insert into t (a, b) values (1, 'two')",
+             "InSeRt InTo t VALUES (NULL, -1.5)", "ſelect * from t", "select*from t",
+             "selectfrom from t", "SELECT a FROM t WHERE a='it''s'", "select x from t order by x asc"],
+            ["SELECT FROM t", "select * from t limit x", "insert into t values ()",
+             "select a b from t", "select * from t where a", "select * from t;;", "select * from",
+             "select * from t limit 1 order by a", "select a, from t"]),
+}
 
 
 def grammar_text(name: str) -> str:

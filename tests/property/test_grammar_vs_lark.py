@@ -11,6 +11,11 @@ tests/data/grammars/ (lark's Earley with ``lexer="dynamic_complete"`` is the ref
   when lark parses the text. At the cut, a sample of one-byte tokens is also checked both
   ways against the prefix oracle (allowed iff text + byte is still a prefix).
 
+- Hand-written examples (accepted and rejected, ``grammar_samples.EXAMPLES``) replayed over
+  a one-byte-per-token vocabulary: the matcher refuses the first byte exactly where lark says
+  the text stops being a prefix (checked at character boundaries), and accepts at the end
+  exactly when lark parses the text.
+
 ``make test`` runs llama3 on a small sample; the ``slow`` sweep adds Gemma 3 and more.
 """
 
@@ -26,7 +31,7 @@ import pytest
 
 import real_tokenizers
 import tokamata
-from grammar_samples import GRAMMAR_NAMES, SentenceGenerator, grammar_text
+from grammar_samples import EXAMPLES, GRAMMAR_NAMES, SentenceGenerator, grammar_text
 from lark_prefix import PrefixOracle
 
 TOKENIZERS = {"llama3": real_tokenizers.llama3, "gemma3": real_tokenizers.gemma3}
@@ -258,3 +263,39 @@ def test_random_walks_stay_in_the_language_llama3(grammar: str) -> None:
 @pytest.mark.parametrize("grammar", GRAMMAR_NAMES)
 def test_random_walks_sweep(tokenizer: str, grammar: str) -> None:
     _check_walks(tokenizer, grammar, walks=40, steps=30, probes=24)
+
+
+# ------------------------------------------------------------------ examples, byte by byte
+
+BYTE_EOS = 256
+
+
+@functools.lru_cache(maxsize=None)
+def _byte_constraint(grammar: str):
+    vocab = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None],
+                                                  eos_token_ids=[BYTE_EOS])
+    return tokamata.compile_grammar(grammar_text(grammar), vocab)
+
+
+@pytest.mark.parametrize("grammar", GRAMMAR_NAMES)
+def test_examples_byte_by_byte(grammar: str) -> None:
+    oracle = _oracle(grammar)
+    accepted, rejected = EXAMPLES[grammar]
+    for text in accepted + rejected:
+        matcher = _byte_constraint(grammar).matcher()
+        refused_at = None  # character index of the first character the matcher refuses
+        for k, ch in enumerate(text):
+            if not all(matcher.consume(b) for b in ch.encode()):
+                refused_at = k
+                break
+        if refused_at is None:
+            assert oracle.is_prefix(text), f"{grammar}: the matcher consumed all of {text!r}"
+            assert matcher.is_accepting() == oracle.accepts(text), (
+                f"{grammar}: is_accepting() is {matcher.is_accepting()} at the end of {text!r}")
+            eos_allowed = _contains(matcher.allowed_tokens(), BYTE_EOS)
+            assert eos_allowed == oracle.accepts(text), (grammar, text)
+        else:
+            assert oracle.is_prefix(text[:refused_at]), (grammar, text, refused_at)
+            assert not oracle.is_prefix(text[:refused_at + 1]), (
+                f"{grammar}: the matcher refuses {text[refused_at]!r} after {text[:refused_at]!r}, "
+                "which lark continues")

@@ -18,33 +18,9 @@ import re
 import pytest
 
 import lark_prefix
-from grammar_samples import (GRAMMAR_DIR, GRAMMAR_NAMES, RegexSampler, SentenceGenerator,
-                             grammar_text, lark_parser, sre_parse)
+from grammar_samples import (EXAMPLES, GRAMMAR_DIR, GRAMMAR_NAMES, RegexSampler,
+                             SentenceGenerator, grammar_text, lark_parser, sre_parse)
 from lark_prefix import PrefixOracle, nonempty_prefix_regex
-
-# (grammar, accepted, rejected)
-EXAMPLES = {
-    "json": (['{"a": [1, -2.5e+3, true, null], "b\\u00e9\\n": {}}', ' "é" ', "0", "[]", "[[],{}]"],
-             ["01", "[1,]", '"\\x"', '{"a"}', "tru", "'a'", '"\x01"', "1.", ""]),
-    "arithmetic": (["1 + 2 * (x - -3) / y_1", "--4", "a*b*c", "(((1)))", "1.5e3-.5"],
-                   ["1 +", "()", "1 2", "+1", "a b", ""]),
-    "c_like": (["int main() { int x = 1; while (x < 10) x = x + 1; return x; }",
-                "if (a && !b) f(1, \"s\"); else { g(); }  // done\n",
-                "float f(int a, char b) { return a * -b % 3 >= 2 || a != b; }",
-                "int if = 2;"],
-               ["int x = ;", "if x) y;", "int f( { }", "return 1", "x = 1; // no newline"]),
-    "csv": (["a,b\n1,2\n", "a,b\r\n1,2", 'name,"q""uote"\n"x,y",\n,\n', "h"],
-            ["", ",a", 'a,"b', 'a\n"x"y', "a,b\n1,\"2\"3"]),
-    "nested_lists": (["[1, [2, [3]], []]", "[ ]", "[-1,+2,x_1,[[]]]", " [a] "],
-                     ["[1,]", "[1 2]", "1", "[", "[[]"]),
-    "sql": (["SELECT a, b FROM t WHERE a = 1 AND (b <> 'x''y' OR NOT c >= 2) "
-             "ORDER BY a DESC, b LIMIT 10;",
-             "select * from t", "insert into t (a, b) values (1, 'two')",
-             "InSeRt InTo t VALUES (NULL, -1.5)", "ſelect * from t"],
-            ["SELECT FROM t", "select * from t limit x", "insert into t values ()",
-             "select a b from t", "select * from t where a"]),
-}
-
 
 @pytest.mark.parametrize("name", GRAMMAR_NAMES)
 def test_grammar_files_are_small_commented_and_load_in_lark(name: str) -> None:
