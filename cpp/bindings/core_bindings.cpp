@@ -167,7 +167,10 @@ void check_state(const RegexCore& core, int32_t state) {
 }  // namespace
 
 NB_MODULE(_core, m) {
-  m.doc() = "tokamata's C++ core: token trie, lazy DFA rows, bitmask fill";
+  m.doc() = "tokamata's C++ core: token trie, lazy DFA rows, Earley sets, bitmask fill";
+  // Caches (vocabularies, compiled constraints) may legitimately outlive this module at
+  // interpreter exit; nanobind would report them as leaks.
+  nb::set_leak_warnings(false);
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

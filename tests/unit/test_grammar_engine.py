@@ -1,0 +1,241 @@
+"""The grammar engine on hand-built IR: the C++ Earley parser against the Python reference,
+lexing ambiguity, special tokens, limits and the matcher API."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+import tokamata
+from tokamata.automata import derivatives as d
+from tokamata.grammar.constraint import compile_grammar_ir
+from tokamata.grammar.earley import EarleyParser
+from tokamata.grammar.earley_reference import ReferenceEarleyParser
+from tokamata.grammar.ir import Grammar, Rule, Terminal, nonterminal
+
+
+def lit(text: str) -> d.Expr:
+    return d.concat_all(d.byte_set(1 << b) for b in text.encode())
+
+
+def plus(text: str) -> d.Expr:
+    return d.repeat(lit(text), 1, d.UNBOUNDED)
+
+
+def grammar(terminals: dict[str, d.Expr | None], rules: list[tuple[str, list[str]]], ignore=(),
+            specials: dict[str, tuple[int, ...]] | None = None) -> Grammar:
+    """Rules as (lhs, [symbols]); uppercase symbols are terminals. The first lhs is the start."""
+    specials = specials or {}
+    names = list(terminals) + list(specials)
+    terms = tuple(Terminal(n, terminals[n]) if n in terminals else Terminal(n, None, specials[n]) for n in names)
+    nts: list[str] = []
+    for lhs, _ in rules:
+        if lhs not in nts:
+            nts.append(lhs)
+    ir_rules = tuple(Rule(nts.index(lhs), tuple(names.index(s) if s[0].isupper() or s[0] == "<" else nonterminal(nts.index(s))
+                                                  for s in rhs)) for lhs, rhs in rules)
+    return Grammar(terms, tuple(nts), ir_rules, 0, tuple(names.index(n) for n in ignore))
+
+
+GRAMMARS = {
+    "ambiguous": grammar({"A": lit("a")}, [("s", ["s", "s"]), ("s", ["A"])]),
+    "left_recursive": grammar({"A": lit("a"), "B": lit("b")}, [("s", ["s", "A"]), ("s", ["B"])]),
+    "nullable_chain": grammar({"A": lit("a"), "B": lit("b"), "C": lit("c")},
+                              [("s", ["x", "y", "C"]), ("x", []), ("x", ["A"]), ("y", []), ("y", ["x", "B"]),
+                               ("s", ["s", "s"])]),
+    "hidden_left_recursion": grammar({"X": lit("x"), "Y": lit("y")},
+                                     [("s", ["e", "s", "X"]), ("s", ["Y"]), ("e", [])]),
+    "balanced": grammar({"L": lit("("), "R": lit(")")}, [("s", []), ("s", ["L", "s", "R", "s"])]),
+    "expression": grammar({"N": lit("1"), "P": lit("+"), "T": lit("*"), "L": lit("("), "R": lit(")")},
+                          [("e", ["e", "P", "t"]), ("e", ["t"]), ("t", ["t", "T", "f"]), ("t", ["f"]),
+                           ("f", ["N"]), ("f", ["L", "e", "R"])]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_cpp_earley_matches_the_reference(name):
+    g = GRAMMARS[name]
+    limits = tokamata.Limits()
+    fast, slow = EarleyParser(g, limits), ReferenceEarleyParser(g, limits)
+    rng = random.Random(name)
+    assert fast.allowed(0) == slow.allowed(0) and fast.accepting(0) == slow.accepting(0)
+    for _ in range(60):
+        a = b = 0
+        for _ in range(rng.randrange(1, 14)):
+            terminal = rng.randrange(len(g.terminals))
+            a2, b2 = fast.scan(a, terminal), slow.scan(b, terminal)
+            assert (a2 < 0) == (b2 < 0)
+            if a2 < 0:
+                continue
+            a, b = a2, b2
+            assert fast.allowed(a) == slow.allowed(b)
+            assert fast.accepting(a) == slow.accepting(b)
+
+
+def sentences(g: Grammar, max_len: int) -> set[tuple[int, ...]]:
+    """Every terminal string of length <= max_len, by brute force over the reference parser."""
+    p = ReferenceEarleyParser(g, tokamata.Limits())
+    found, frontier = set(), [((), 0)]
+    while frontier:
+        seq, h = frontier.pop()
+        if p.accepting(h):
+            found.add(seq)
+        if len(seq) < max_len:
+            for t in p.allowed(h):
+                frontier.append((seq + (t,), p.scan(h, t)))
+    return found
+
+
+def test_reference_parser_languages():
+    assert sentences(GRAMMARS["balanced"], 4) == {(), (0, 1), (0, 1, 0, 1), (0, 0, 1, 1)}
+    assert sentences(GRAMMARS["left_recursive"], 3) == {(1,), (1, 0), (1, 0, 0)}
+    assert sentences(GRAMMARS["hidden_left_recursion"], 3) == {(1,), (1, 0), (1, 0, 0)}
+    assert sentences(GRAMMARS["ambiguous"], 3) == {(0,), (0, 0), (0, 0, 0)}
+
+
+BYTES = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(128)] + [b"ab", b"ba", b"aab", None, None],
+                                             eos_token_ids=[131])
+
+
+def accepts(c, text: bytes) -> bool:
+    m = c.matcher()
+    return all(m.consume(b) for b in text) and m.is_accepting()
+
+
+def test_lexemes_end_anywhere_their_terminal_matches():
+    # "a"+ "a"+ : lark's dynamic_complete language, not maximal munch: "aa" splits as a|a
+    g = grammar({"A": plus("a"), "B": plus("b")}, [("s", ["A", "A"]), ("s", ["A", "B", "A"])])
+    c = compile_grammar_ir(g, BYTES)
+    assert accepts(c, b"aa") and accepts(c, b"aaaa") and accepts(c, b"abba")
+    assert not accepts(c, b"a") and not accepts(c, b"ab")
+    m = c.matcher()
+    assert m.consume(ord("a"))
+    assert 128 in m.allowed_tokens()  # "ab" crosses the A|B boundary
+    assert m.consume(128) and not m.is_accepting()  # "aab": A="a" B? no: "a"+"ab" -> A B... needs a final A
+    assert m.consume(ord("a")) and m.is_accepting()
+
+
+def test_ignored_terminals_between_lexemes_and_at_the_ends():
+    g = grammar({"A": lit("a"), "B": lit("b"), "WS": plus(" ")}, [("s", ["A", "B"])], ignore=("WS",))
+    c = compile_grammar_ir(g, BYTES)
+    for text in (b"ab", b" ab", b"a b", b"ab  ", b"  a   b "):
+        assert accepts(c, text), text
+    for text in (b"a", b" ", b"ba", b"a bb"):
+        assert not accepts(c, text), text
+
+
+def test_special_tokens_as_terminals():
+    g = grammar({"A": plus("a")}, [("s", ["A", "<end>", "A"])], specials={"<end>": (130,)})
+    c = compile_grammar_ir(g, BYTES)
+    m = c.matcher()
+    assert 130 not in m.allowed_tokens()
+    assert m.consume(ord("a"))
+    assert 130 in m.allowed_tokens()
+    assert m.consume(ord("a")) and m.consume(130)
+    assert not m.consume(130)
+    assert m.allowed_tokens().tolist() == [ord("a")]  # "ab", "aab": no b after the special token
+    assert m.consume(ord("a")) and m.is_accepting()
+
+
+def test_allowed_tokens_match_consume_exhaustively():
+    g = GRAMMARS["expression"]
+    named = {"N": lit("1"), "P": lit("+"), "T": lit("*"), "L": lit("("), "R": lit(")")}
+    vocab = tokamata.Vocabulary.from_token_bytes([b"1", b"+", b"*", b"(", b")", b"1+", b"+1", b"(1", b"1)", b")*(",
+                                                  b"11", None], eos_token_ids=[11])
+    c = compile_grammar_ir(g, vocab)
+    frontier = [c.matcher()]
+    for _ in range(4):
+        nxt = []
+        for m in frontier:
+            allowed = set(m.allowed_tokens().tolist())
+            for token in range(11):
+                twin = m.copy()
+                assert twin.consume(token) == (token in allowed)
+                if token in allowed:
+                    nxt.append(twin)
+            assert (11 in allowed) == m.is_accepting()
+        frontier = nxt[:200]
+    assert named  # the table above names the terminals the vocabulary spells
+
+
+def test_rollback_copy_and_termination():
+    g = grammar({"A": lit("a"), "B": lit("b")}, [("s", ["A", "B"])])
+    c = compile_grammar_ir(g, BYTES)
+    m = c.matcher()
+    assert m.consume(ord("a")) and m.consume(ord("b")) and m.is_accepting()
+    twin = m.copy()
+    assert m.consume(131) and m.is_terminated() and m.allowed_tokens().size == 0
+    bitmask = tokamata.allocate_bitmask(2, BYTES.size)
+    m.fill_bitmask(bitmask, 1)
+    assert np.flatnonzero(np.unpackbits(bitmask[1].view(np.uint8), bitorder="little")).tolist() == [131]
+    m.rollback(2)
+    assert m.num_consumed == 1 and not m.is_terminated()
+    assert m.allowed_tokens().tolist() == [ord("b")]
+    assert twin.num_consumed == 2 and twin.is_accepting()
+    with pytest.raises(tokamata.InvalidArgument):
+        m.rollback(5)
+    assert not m.consume(ord("a")) and m.num_consumed == 1
+
+
+def test_bad_arguments_raise_invalid_argument():
+    c = compile_grammar_ir(GRAMMARS["balanced"], BYTES)
+    m = c.matcher()
+    with pytest.raises(tokamata.InvalidArgument):
+        m.consume(10_000)
+    with pytest.raises(tokamata.InvalidArgument):
+        m.fill_bitmask(np.zeros((1, 2), dtype=np.int32))
+    with pytest.raises(tokamata.InvalidArgument):
+        m.fill_bitmask(np.zeros((1, 5), dtype=np.int64))
+    with pytest.raises(tokamata.InvalidArgument):
+        m.fill_bitmask(tokamata.allocate_bitmask(1, BYTES.size), 3)
+
+
+def test_fill_bitmasks_mixes_regex_and_grammar_matchers():
+    regex = tokamata.compile_regex("ab", BYTES).matcher()
+    gram = compile_grammar_ir(GRAMMARS["balanced"], BYTES).matcher()
+    bitmask = tokamata.allocate_bitmask(3, BYTES.size)
+    tokamata.fill_bitmasks([regex, gram], bitmask, [2, 0])
+    def row(i):
+        return np.flatnonzero(np.unpackbits(bitmask[i].view(np.uint8), bitorder="little")).tolist()
+    assert row(2) == [ord("a"), 128]
+    assert row(0) == [ord("("), 131]
+    assert row(1) == []
+
+
+def test_limits():
+    ambiguous = grammar({"A": plus("a")}, [("s", ["A", "s"]), ("s", ["A"])])  # a+ split every way
+    c = compile_grammar_ir(ambiguous, BYTES, limits=tokamata.Limits(max_lexer_configurations=5))
+    m = c.matcher()
+    with pytest.raises(tokamata.LimitExceeded) as error:
+        for _ in range(10):
+            m.consume(ord("a"))
+    assert error.value.limit == "max_lexer_configurations"
+    with pytest.raises(tokamata.LimitExceeded) as error:
+        c = compile_grammar_ir(GRAMMARS["balanced"], BYTES, limits=tokamata.Limits(max_parser_states=4))
+        m = c.matcher()
+        for _ in range(6):
+            m.consume(ord("("))
+    assert error.value.limit == "max_parser_states"
+    with pytest.raises(tokamata.LimitExceeded) as error:
+        compile_grammar_ir(GRAMMARS["expression"], BYTES, limits=tokamata.Limits(max_earley_items=3)).matcher()
+    assert error.value.limit == "max_earley_items"
+    with pytest.raises(tokamata.LimitExceeded) as error:
+        compile_grammar_ir(GRAMMARS["expression"], BYTES, limits=tokamata.Limits(max_grammar_symbols=5))
+    assert error.value.limit == "max_grammar_symbols"
+
+
+@pytest.mark.parametrize("rules, message", [
+    ([("s", ["A"]), ("s", ["t"]), ("t", ["t", "A"])], "unproductive"),
+    ([("s", ["s", "A"])], "empty"),
+])
+def test_grammar_errors(rules, message):
+    with pytest.raises(tokamata.InvalidSyntax, match=message):
+        compile_grammar_ir(grammar({"A": lit("a")}, rules), BYTES)
+
+
+def test_zero_width_terminals_are_refused():
+    with pytest.raises(tokamata.InvalidSyntax, match="empty string"):
+        compile_grammar_ir(grammar({"A": d.repeat(lit("a"), 0, 3)}, [("s", ["A"])]), BYTES)
