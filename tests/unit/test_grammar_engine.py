@@ -219,8 +219,10 @@ def test_limits():
         for _ in range(6):
             m.consume(ord("("))
     assert error.value.limit == "max_parser_states"
-    with pytest.raises(tokamata.LimitExceeded) as error:
-        compile_grammar_ir(GRAMMARS["expression"], BYTES, limits=tokamata.Limits(max_earley_items=3)).matcher()
+    with pytest.raises(tokamata.LimitExceeded) as error:  # s: s s | "a" has O(n) items per set
+        m = compile_grammar_ir(GRAMMARS["ambiguous"], BYTES, limits=tokamata.Limits(max_earley_items=20)).matcher()
+        for _ in range(40):
+            m.consume(ord("a"))
     assert error.value.limit == "max_earley_items"
     with pytest.raises(tokamata.LimitExceeded) as error:
         compile_grammar_ir(GRAMMARS["expression"], BYTES, limits=tokamata.Limits(max_grammar_symbols=5))
