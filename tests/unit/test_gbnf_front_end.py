@@ -502,3 +502,36 @@ def test_engine_agrees_with_the_oracle(case: Case) -> None:
         data = list(text.encode("utf-8"))
         verdict = matcher.consume_many(data) == len(data) and matcher.is_accepting()
         assert verdict == accepts(grammar, text), text
+
+
+def test_special_tokens_of_a_real_vocabulary() -> None:
+    from real_tokenizers import llama3
+
+    tokenizer = llama3()
+    vocab = tokenizer.vocab
+    names = vocab.special_token_names
+    text = r'root ::= <|start_header_id|> "assistant" <|end_header_id|> "\n\n" [^<]+ <|eot_id|>'
+    grammar = parse_gbnf(text, vocab, LIMITS)
+    assert {t.name: t.token_ids for t in grammar.terminals if t.expr is None} == {
+        name: names[name] for name in ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>")}
+    matcher = tokamata.compile_grammar_ir(grammar, vocab).matcher()
+    assert matcher.allowed_tokens().tolist() == list(names["<|start_header_id|>"])
+    ids = [*names["<|start_header_id|>"], *tokenizer.encode("assistant"), *names["<|end_header_id|>"],
+           *tokenizer.encode("\n\nHello there.")]
+    assert matcher.consume_many(ids) == len(ids)
+    assert names["<|eot_id|>"][0] in matcher.allowed_tokens().tolist()
+    assert matcher.consume(names["<|eot_id|>"][0]) and matcher.is_accepting()
+
+
+@pytest.mark.parametrize("text,sentences", [
+    ('root ::= ("")* "a"', ("a",)),
+    ('root ::= "a"{0000000000000000000000000002}', ("aa",)),
+])
+def test_odd_but_valid(text: str, sentences: tuple[str, ...]) -> None:
+    grammar = parse_gbnf(text, None, LIMITS)
+    assert all(accepts(grammar, s) for s in sentences)
+
+
+def test_huge_counts_are_limits_not_crashes() -> None:
+    with pytest.raises(tokamata.LimitExceeded):
+        parse_gbnf('root ::= "a"{' + "9" * 5000 + "}", None, LIMITS)

@@ -91,63 +91,47 @@ def _parse(text: str, vocab: Any, limits: Limits, start: str, inline_regular: bo
 
 
 # ------------------------------------------------------------------------------------ AST
-# Nodes are compared by identity (memo tables key on them). ``start``/``end`` are offsets
-# into the grammar text; ``depth`` counts the groups and postfix operators inside.
+
+@dataclass(frozen=True, eq=False)  # compared by identity: memo tables key on nodes
+class _At:
+    start: int  # offsets of the node's text
+    end: int
+    depth: int  # groups and postfix operators inside
+
 
 @dataclass(frozen=True, eq=False)
-class _Literal:
-    start: int
-    end: int
-    depth: int
+class _Literal(_At):
     text: str
 
 
 @dataclass(frozen=True, eq=False)
-class _Chars:
+class _Chars(_At):
     """One character from ``charset`` (a class or ``.``); never empty, surrogates removed."""
-    start: int
-    end: int
-    depth: int
     charset: cs.CharSet
 
 
 @dataclass(frozen=True, eq=False)
-class _Ref:
-    start: int
-    end: int
-    depth: int
+class _Ref(_At):
     name: str
 
 
 @dataclass(frozen=True, eq=False)
-class _Token:
-    start: int
-    end: int
-    depth: int
+class _Token(_At):
     ids: tuple[int, ...]
 
 
 @dataclass(frozen=True, eq=False)
-class _Seq:
-    start: int
-    end: int
-    depth: int
+class _Seq(_At):
     items: tuple["_Node", ...]
 
 
 @dataclass(frozen=True, eq=False)
-class _Alt:
-    start: int
-    end: int
-    depth: int
+class _Alt(_At):
     options: tuple["_Node", ...]
 
 
 @dataclass(frozen=True, eq=False)
-class _Repeat:
-    start: int
-    end: int
-    depth: int
+class _Repeat(_At):
     item: "_Node"
     low: int
     high: int  # UNBOUNDED: no bound
@@ -188,6 +172,7 @@ class _Parser:
         self.limits = limits
         self.rules: dict[str, _RuleDef] = {}
         self.references: list[_Ref] = []
+        self._resolved: dict[str, tuple[int, ...]] = {}  # <text> -> token ids
         self._line_starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
 
     # -- helpers ---------------------------------------------------------------------------
@@ -235,7 +220,8 @@ class _Parser:
             self.pos += 1
         if start == self.pos:
             raise self.error(f"expecting {what}, found {self.describe_here()}", start)
-        return int(self.text[start:self.pos])
+        digits = self.text[start:self.pos].lstrip("0") or "0"
+        return int(digits) if len(digits) <= 18 else 10 ** 18  # past every bound, fits int()
 
     def check_depth(self, depth: int) -> None:
         if depth > self.limits.max_nesting_depth:
@@ -357,7 +343,7 @@ class _Parser:
         if e in _HEX_ESCAPES:
             size = _HEX_ESCAPES[e]
             digits = self.text[at + 2: at + 2 + size]
-            valid = len(digits) - len(digits.lstrip("0123456789abcdefABCDEF"))
+            valid = next((i for i, h in enumerate(digits) if h not in _HEX), len(digits))
             if valid != size:
                 raise self.error(f"\\{e} needs exactly {size} hex digits", at, at + 2 + valid)
             code = int(digits, 16)
@@ -445,11 +431,14 @@ class _Parser:
         """The one token id spelled ``spelled`` (brackets included, as llama.cpp tokenizes it)."""
         if self.vocab is None:
             raise self.error(f"token {spelled} needs a vocabulary to be resolved", start, self.pos)
-        special = dict(getattr(self.vocab, "special_token_names", {}) or {})
-        ids = tuple(special.get(spelled, ()))
-        if not ids:
-            raw = spelled.encode("utf-8")
-            ids = tuple(i for i, b in enumerate(self.vocab.token_bytes) if b == raw)
+        ids = self._resolved.get(spelled)
+        if ids is None:
+            special = getattr(self.vocab, "special_token_names", None) or {}
+            ids = tuple(special.get(spelled, ()))
+            if not ids:
+                raw = spelled.encode("utf-8")
+                ids = tuple(i for i, b in enumerate(self.vocab.token_bytes) if b == raw)
+            self._resolved[spelled] = ids
         if not ids:
             raise self.error(f"token {spelled} is not a token of the vocabulary (write its id as "
                              "<[id]>)", start, self.pos)
@@ -472,7 +461,7 @@ class _Parser:
         elif self.peek() == ",":
             self.pos += 1
             self.space(nested)
-            high = self.integer("a number") if self.peek() in _DIGITS and self.peek() else UNBOUNDED
+            high = self.integer("a number") if self.peek() and self.peek() in _DIGITS else UNBOUNDED
             self.space(nested)
             if self.peek() != "}":
                 raise self.error(f"expecting '}}', found {self.describe_here()}", self.pos)
@@ -504,6 +493,8 @@ def _regroup(node: _Node, start: int, end: int) -> _Node:
         return _Seq(start, end, node.depth + 1, node.items)
     if isinstance(node, _Repeat):
         return _Repeat(start, end, node.depth + 1, node.item, node.low, node.high)
+    if isinstance(node, _Literal) and not node.text:
+        return _Seq(start, end, node.depth + 1, ())  # ("")* is fine, unlike ""*
     return node  # a single leaf or reference: parentheses change nothing
 
 
@@ -554,7 +545,10 @@ class _Lowering:
             self.current = name
             definition = self.rules[name]
             self.alternatives(self._rule_symbol[name], _options(definition.body), definition.start)
-        return Grammar(tuple(self.terminals), tuple(self.nonterminals), tuple(self.out), 0, (), self.text)
+        # rules of later-discovered nonterminals (mostly callees) first: check_grammar's
+        # productivity fixpoint then settles in few passes; alternatives keep their order
+        rules = tuple(sorted(self.out, key=lambda rule: -rule.lhs))
+        return Grammar(tuple(self.terminals), tuple(self.nonterminals), rules, 0, (), self.text)
 
     # -- which rules are regular -------------------------------------------------------------
     def _regular_rules_in_order(self) -> list[str]:
