@@ -2,7 +2,9 @@
 
 Holds ``Engine`` (the common interface), its four implementations (tokamata, llguidance,
 xgrammar, outlines-core), ``ENGINES`` (name -> class) and ``REFERENCE``, the engine that ratios
-and mask disagreements are stated against.
+and mask disagreements are stated against. ``compile`` takes a regex (bench_regex.py),
+``compile_grammar`` a ``grammar_workload.GrammarCase`` (bench_grammar.py); both return what
+``matcher`` takes.
 
 Invariants
 
@@ -10,6 +12,8 @@ Invariants
   ``consumer`` return ready-bound callables, so a timed region is exactly one library call.
 * ``compile`` is a real compile: no cache of the library can answer it, provided that
   ``reset_caches()`` was called first on engines with ``has_caches``.
+* ``compile_grammar`` is a fresh compile in the same sense; it raises ``Unavailable`` on an
+  engine without grammars (outlines-core) or whose installed version lacks the API.
 * ``translate`` maps a Python ``re`` pattern to the engine's dialect without changing its language.
 * ``setup`` raises ``Unavailable`` when the library cannot be used; the engine is then skipped.
 * All engines fill the same int32 ``[1, ceil(V/32)]`` numpy bitmask (bit ``t & 31`` of word
@@ -56,6 +60,12 @@ class Engine:
     def compile(self, pattern: str) -> Any:
         """Fresh compile of an already translated pattern (no cache hit possible)."""
         raise NotImplementedError
+
+    def compile_grammar(self, case: Any) -> Any:
+        """Fresh compile of a ``grammar_workload.GrammarCase``: ``case.kind`` is "json" (the
+        engine's own generic JSON) or "lark" (``case.lark``, or ``case.ebnf`` for engines that
+        read GBNF-style EBNF)."""
+        raise Unavailable(f"{self.name}: no grammar support in this benchmark")
 
     def matcher(self, compiled: Any) -> Any:
         raise NotImplementedError
@@ -112,6 +122,16 @@ class Tokamata(Engine):
     def compile(self, pattern):
         return self.tk.compile_regex(pattern, self.vocab)
 
+    #: tokamata.compile_json's whitespace mode used for the "json" grammar
+    json_whitespace = "compact"
+
+    def compile_grammar(self, case):
+        if not hasattr(self.tk, "compile_grammar"):
+            raise Unavailable("this tokamata has no compile_grammar / compile_json yet")
+        if case.kind == "json":
+            return self.tk.compile_json(self.vocab, whitespace=self.json_whitespace)
+        return self.tk.compile_grammar(case.lark, self.vocab)
+
     def matcher(self, compiled):
         return compiled.matcher()
 
@@ -148,7 +168,14 @@ class LLGuidance(Engine):
         # llguidance has no compiled-grammar object apart from the matcher: LLMatcher() builds
         # the grammar, the lexer and the parser. The pristine matcher is the "constraint";
         # deep copies share its lazily built lexer DFA, so later copies run warm.
-        m = self.llg.LLMatcher(self.tokenizer, self.llg.LLMatcher.grammar_from_regex(pattern), log_level=1)
+        return self._matcher_of(self.llg.LLMatcher.grammar_from_regex(pattern))
+
+    def compile_grammar(self, case):
+        # "json" is also Lark text here: `start: %json {}` (any JSON value)
+        return self._matcher_of(self.llg.LLMatcher.grammar_from_lark(case.lark))
+
+    def _matcher_of(self, grammar):
+        m = self.llg.LLMatcher(self.tokenizer, grammar, log_level=1)
         if m.is_error():
             raise RuntimeError(f"llguidance: {m.get_error()}")
         return m
@@ -192,6 +219,11 @@ class XGrammar(Engine):
 
     def compile(self, pattern):
         return self.compiler.compile_regex(pattern)
+
+    def compile_grammar(self, case):
+        if case.kind == "json":
+            return self.compiler.compile_builtin_json_grammar()
+        return self.compiler.compile_grammar(case.ebnf)
 
     def matcher(self, compiled):
         return self.xgr.GrammarMatcher(compiled)
