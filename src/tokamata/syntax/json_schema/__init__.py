@@ -1,0 +1,102 @@
+"""JSON Schema -> grammar IR: exact where automata allow, refused where they do not.
+
+``schema_to_grammar(schema, limits)`` returns a :class:`~tokamata.grammar.ir.Grammar` whose
+language is the set of JSON texts (in the chosen whitespace layout) valid against the schema,
+and a :class:`Report` of the approximations made (JSON pointers). The pipeline:
+
+- :mod:`.refs`: the document, drafts 4 to 2020-12 (``$schema`` decides), ``$id``/anchors,
+  ``$ref`` resolution (remote references are :class:`~tokamata.Unsupported`).
+- :mod:`.expand`: each subschema -> a :class:`~.nodes.Node` (the set of values by type);
+  ``allOf``/``not``/``oneOf``/``if`` are intersections and complements.
+- :mod:`.numbers`, :mod:`.strings`, :mod:`.formats`: exact byte languages of scalar tokens
+  (digit-range automata, divisibility, patterns with search semantics, RFC formats).
+- :mod:`.emit`: nodes -> BNF rules (objects and arrays as counted member sequences).
+
+Semantics chosen where the specification leaves room (each also in the module docstrings):
+
+- ``format`` is always asserted; an unknown format is refused unless
+  ``ignore_unknown_formats``.
+- ``strict=True`` makes an absent ``additionalProperties`` false in every schema that has
+  ``properties`` (as OpenAI's structured outputs do); otherwise it is true.
+- Members are generated in schema order (``property_order="schema"``); optional ones may be
+  left out. Undeclared members (``additionalProperties``/``patternProperties``) come last.
+- Strings never contain lone surrogates (escaped or not); every spelling of a character
+  (raw, short escape, ``\\uXXXX``) is accepted wherever the character is.
+- Numbers: ``number`` alone accepts every JSON number; under bounds, ``multipleOf``,
+  ``const``/``enum`` or complements, only plain decimal notation (reported as
+  ``number-notation``). ``integer`` accepts ``-?(0|[1-9][0-9]*)`` optionally followed by
+  ``.0+`` and/or a non-negative exponent (drafts 6 on; draft 4: no fraction, no exponent).
+- Object keys are not checked for duplicates (a grammar cannot; Python's ``json`` keeps the
+  last value).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from ...errors import SchemaError
+from ...grammar.ir import Grammar, Rule, Terminal, is_terminal, nonterminal, nonterminal_index
+from ...limits import DEFAULT_LIMITS, Limits
+from .emit import Emitter
+from .expand import Expander
+from .refs import Document
+from .report import APPROXIMATIONS, Approximation, Options, Report
+
+__all__ = ["schema_to_grammar", "embed_grammar", "Report", "Approximation", "APPROXIMATIONS"]
+
+
+def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: str = "compact",
+                      strict: bool = False, approximate: Iterable[str] = frozenset(),
+                      ignore_unknown_formats: bool = False, property_order: str = "schema",
+                      indent: int = 2, max_whitespace: int = 20) -> tuple[Grammar, Report]:
+    """Compile a JSON Schema (a dict/bool, or its JSON text) to a grammar and a report.
+
+    >>> grammar, report = schema_to_grammar({"type": "integer", "minimum": 1})
+    >>> [str(a) for a in report]
+    ['number-notation at /: numbers are generated in plain decimal notation (no exponent)']
+    """
+    limits = limits or DEFAULT_LIMITS
+    options = Options(whitespace, strict, frozenset(approximate), ignore_unknown_formats, property_order,
+                      indent, max_whitespace)
+    source = ""
+    if isinstance(schema, (str, bytes)):
+        source = schema if isinstance(schema, str) else schema.decode("utf-8", "replace")
+        try:
+            schema = json.loads(schema)
+        except ValueError as error:
+            raise SchemaError(f"the schema is not valid JSON: {error}") from None
+    if options.property_order != "schema":
+        from ...errors import Unsupported
+        raise Unsupported("property_order='any' is not implemented yet")
+    report = Report()
+    document = Document(schema)
+    expander = Expander(document, options, limits, report)
+    emitter = Emitter(expander, options, limits, report)
+    grammar = emitter.build(expander.conj(()), source or _short(schema))
+    return grammar, report
+
+
+def _short(schema: Any) -> str:
+    try:
+        return json.dumps(schema)[:2000]
+    except (TypeError, ValueError):
+        return ""
+
+
+def embed_grammar(grammar: Grammar, terminals: list[Terminal], nonterminals: list[str], rules: list[Rule],
+                  prefix: str = "json") -> int:
+    """Append ``grammar``'s terminals, nonterminals and rules to the caller's lists (a grammar
+    being built, e.g. for lark's ``%json {...}``), renumbering symbols and prefixing names,
+    and return the symbol (``nonterminal(j)``) of its start rule. Ignored terminals of
+    ``grammar`` are not carried over (schema grammars have none)."""
+    term_base = len(terminals)
+    nt_base = len(nonterminals)
+    terminals.extend(Terminal(f"{prefix}_{t.name}", t.expr, t.token_ids, t.origin) for t in grammar.terminals)
+    nonterminals.extend(f"{prefix}_{name}" for name in grammar.nonterminals)
+
+    def move(symbol: int) -> int:
+        return symbol + term_base if is_terminal(symbol) else nonterminal(nonterminal_index(symbol) + nt_base)
+
+    rules.extend(Rule(r.lhs + nt_base, tuple(move(s) for s in r.rhs), r.origin) for r in grammar.rules)
+    return nonterminal(grammar.start + nt_base)

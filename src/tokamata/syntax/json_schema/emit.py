@@ -1,0 +1,290 @@
+"""Nodes -> grammar rules: one nonterminal per (schema conjunction, depth), objects and arrays
+as counted sequences of members.
+
+Invariants:
+- The value nonterminal of a Conj derives exactly the JSON texts (in the chosen layout) of the
+  values in its node: scalars are one terminal (the union of the node's scalar languages);
+  each object/array shape adds alternatives. Member schemas are value nonterminals too,
+  created on first use, so recursive schemas become recursive rules.
+- Objects list the declared members in order (optional ones may be skipped), then any number
+  of undeclared members, whose keys are partitioned into regions by the shape's rules (a
+  member's schema is the union of the rules its key matches). A separator and a key with its
+  colon are one terminal. Counts (min/max properties, min/max items, contains) are states of
+  the rules, saturating where only a lower bound matters; every state is a nonterminal, and
+  grammar size is bounded by ``Limits.max_grammar_symbols``.
+- Depth matters only for ``pretty`` (indentation); elsewhere every member is at depth 0.
+- Rules whose symbols derive nothing (empty schemas) are pruned before ``check_grammar``; an
+  empty start symbol is a :class:`SchemaError` (the schema allows no value).
+"""
+
+from __future__ import annotations
+
+from ...automata import derivatives as d
+from ...errors import LimitExceeded, SchemaError, Unsupported
+from ...grammar.ir import Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index
+from ...limits import Limits
+from . import lexemes as lx
+from .expand import Expander, _not
+from .nodes import FALSE_TERM, TRUE, ArrayShape, Conj, ObjectShape
+from .report import Options, Report
+
+__all__ = ["Emitter"]
+
+_MAX_REGIONS = 256
+_PRETTY_DEPTH = 64
+
+
+class Emitter:
+    """Builds one grammar from an :class:`Expander`'s nodes."""
+
+    def __init__(self, expander: Expander, options: Options, limits: Limits, report: Report):
+        self.expander = expander
+        self.options = options
+        self.limits = limits
+        self.report = report
+        self.layout = lx.Layout(options.whitespace, options.indent, options.max_whitespace)
+        self.terminals: list[Terminal] = []
+        self._terminal_index: dict[int, int] = {}
+        self.nonterminals: list[str] = []
+        self.rules: list[Rule] = []
+        self._size = 0
+        self._values: dict[tuple[Conj, int], int] = {}
+        self._pending: list[tuple[Conj, int, int]] = []
+        self._states: dict[tuple, int] = {}
+
+    # -- building blocks --------------------------------------------------------------------
+    def terminal(self, expr: d.Expr, name: str) -> int:
+        index = self._terminal_index.get(expr.id)
+        if index is None:
+            index = self._terminal_index[expr.id] = len(self.terminals)
+            self.terminals.append(Terminal(f"{name}_{index}", expr))
+        return index
+
+    def nonterminal(self, name: str) -> int:
+        self.nonterminals.append(f"{name}_{len(self.nonterminals)}")
+        return nonterminal(len(self.nonterminals) - 1)
+
+    def rule(self, lhs: int, rhs: list[int]) -> None:
+        self._size += len(rhs) + 1
+        if self._size > self.limits.max_grammar_symbols:
+            raise LimitExceeded("max_grammar_symbols", self._size, self.limits.max_grammar_symbols)
+        self.rules.append(Rule(nonterminal_index(lhs), tuple(rhs)))
+
+    def value(self, conj: Conj, depth: int) -> int:
+        if not self.layout.depth_dependent:
+            depth = 0
+        key = (conj, depth)
+        symbol = self._values.get(key)
+        if symbol is None:
+            symbol = self._values[key] = self.nonterminal("value")
+            self._pending.append((conj, depth, symbol))
+        return symbol
+
+    def _state(self, key: tuple, name: str) -> tuple[int, bool]:
+        """The nonterminal of a counting state, and whether it is new."""
+        symbol = self._states.get(key)
+        if symbol is not None:
+            return symbol, False
+        symbol = self._states[key] = self.nonterminal(name)
+        return symbol, True
+
+    # -- the grammar ------------------------------------------------------------------------
+    def build(self, root: Conj, source: str) -> Grammar:
+        start = self.nonterminal("start")
+        top = self.value(root, 0)
+        self.rule(start, [top])
+        if self.options.whitespace == "flexible":
+            ws = self.terminal(d.repeat(d.byte_set(sum(1 << b for b in b" \t\n\r")), 1,
+                                        self.options.max_whitespace), "ws")
+            self.rule(start, [ws, top])
+            self.rule(start, [top, ws])
+            self.rule(start, [ws, top, ws])
+        while self._pending:
+            conj, depth, symbol = self._pending.pop()
+            self._emit_value(conj, depth, symbol)
+        return self._finish(start, source)
+
+    def _emit_value(self, conj: Conj, depth: int, symbol: int) -> None:
+        if FALSE_TERM in conj:
+            return
+        node = self.expander.node(conj)
+        scalars = node.scalars()
+        if scalars is not d.NOTHING:
+            self.rule(symbol, [self.terminal(scalars, "scalar")])
+        if not (node.objects or node.arrays):
+            return
+        if self.layout.depth_dependent and depth >= _PRETTY_DEPTH:
+            if "pretty-depth" not in self.options.approximate:
+                raise Unsupported(f"whitespace='pretty' nests deeper than {_PRETTY_DEPTH} levels here "
+                                  "(a recursive schema or any-value member); pass "
+                                  "approximate={'pretty-depth'} to stop nesting there")
+            self.report.add("pretty-depth", "", f"objects and arrays are not nested deeper than "
+                            f"{_PRETTY_DEPTH} levels with whitespace='pretty'")
+            return
+        for shape in node.objects:
+            self._object(shape, depth, symbol)
+        for array in node.arrays:
+            self._array(array, depth, symbol)
+
+    # -- objects ----------------------------------------------------------------------------
+    def _regions(self, shape: ObjectShape, declared: list[str]) -> list[tuple[d.Expr, Conj]]:
+        names = d.alternation(*(lx.string_literal(n) for n in declared))
+        parts = [(d.difference(shape.names, names, self.limits), TRUE)]
+        for language, conj in shape.rules:
+            split = []
+            for region, have in parts:
+                inside = d.intersection(region, language, limits=self.limits)
+                outside = d.difference(region, language, self.limits)
+                if inside is not d.NOTHING:
+                    split.append((inside, have | conj))
+                if outside is not d.NOTHING:
+                    split.append((outside, have))
+            parts = split
+            if len(parts) > _MAX_REGIONS:
+                raise LimitExceeded("max_grammar_symbols", len(parts), _MAX_REGIONS)
+        merged: dict[Conj, d.Expr] = {}
+        for region, conj in parts:
+            if region is d.NOTHING or FALSE_TERM in conj:
+                continue
+            merged[conj] = d.alternation(merged.get(conj, d.NOTHING), region)
+        return [(region, conj) for conj, region in merged.items()]
+
+    def _object(self, shape: ObjectShape, depth: int, lhs: int) -> None:
+        from .strings import name_accepts
+
+        layout = self.layout
+        members: list[tuple[str, Conj, bool]] = []
+        for name, conj in shape.declared:
+            required = name in shape.required
+            if FALSE_TERM in conj or not name_accepts(shape.names, name):
+                if required:
+                    return
+                continue
+            members.append((name, conj, required))
+        regions = self._regions(shape, [name for name, _ in shape.declared])
+        low, high = shape.min_properties, shape.max_properties
+        if low <= sum(1 for m in members if m[2]):
+            low = 0
+        if high is not None and not regions and high >= len(members):
+            high = None
+        if high is not None and high < sum(1 for m in members if m[2]):
+            return
+        cap = high if high is not None else max(low, 1)
+        opener = layout.open("{", depth)
+        comma = layout.comma(depth)
+        colon = layout.colon()
+        key_terminals = {}
+        for i, (name, _, _) in enumerate(members):
+            key = d.concat(lx.string_literal(name), colon)
+            key_terminals[i] = (self.terminal(d.concat(opener, key), "open_key"),
+                                self.terminal(d.concat(comma, key), "comma_key"))
+        region_terminals = [(self.terminal(d.concat_all((opener, region, colon)), "open_key"),
+                             self.terminal(d.concat_all((comma, region, colon)), "comma_key"),
+                             self.value(conj, depth + 1)) for region, conj in regions]
+        close = self.terminal(layout.close("}", depth), "close_object")
+        tag = ("object", shape, depth)
+
+        def advance(count: int) -> int:
+            return count + 1 if high is not None else min(count + 1, cap)
+
+        def regions_state(count: int) -> int:
+            symbol, new = self._state(tag + ("regions", count), "members")
+            if new:
+                if count >= max(low, 1):
+                    self.rule(symbol, [close])
+                if high is None or count < high:
+                    for opened, separated, value in region_terminals:
+                        self.rule(symbol, [opened if count == 0 else separated, value, regions_state(advance(count))])
+            return symbol
+
+        def declared_state(index: int, count: int) -> int:
+            if index == len(members):
+                return regions_state(count)
+            symbol, new = self._state(tag + ("declared", index, count), "members")
+            if new:
+                name, conj, required = members[index]
+                if high is None or count < high:
+                    opened, separated = key_terminals[index]
+                    self.rule(symbol, [opened if count == 0 else separated, self.value(conj, depth + 1),
+                                       declared_state(index + 1, advance(count))])
+                if not required:
+                    self.rule(symbol, [declared_state(index + 1, count)])
+            return symbol
+
+        if low == 0 and not any(m[2] for m in members):
+            self.rule(lhs, [self.terminal(layout.empty("{}", depth), "empty_object")])
+        self.rule(lhs, [declared_state(0, 0)])
+
+    # -- arrays -----------------------------------------------------------------------------
+    def _array(self, shape: ArrayShape, depth: int, lhs: int) -> None:
+        layout = self.layout
+        low, high = shape.min_items, shape.max_items
+        k = len(shape.prefix)
+        if FALSE_TERM in shape.rest:
+            high = k if high is None else min(high, k)
+            if low > high:
+                return
+        contains = [(conj, at_least, at_most) for conj, at_least, at_most in shape.contains
+                    if at_least > 0 or at_most is not None]
+        cap = high if high is not None else max(k, low, 1)
+        caps = [at_most if at_most is not None else at_least for _, at_least, at_most in contains]
+        opener = self.terminal(layout.open("[", depth), "open_array")
+        comma = self.terminal(layout.comma(depth), "comma")
+        close = self.terminal(layout.close("]", depth), "close_array")
+        tag = ("array", shape, depth)
+
+        def choices(position: Conj, counts: tuple) -> list[tuple[Conj, tuple]]:
+            """(item schema, counts after it) for each way an item may count."""
+            options: list[tuple[Conj, tuple]] = [(position, counts)]
+            for j, (conj, at_least, at_most) in enumerate(contains):
+                grown = []
+                for item, now in options:
+                    if at_most is None:
+                        grown.append((item, now))  # not counted (sound for "at least")
+                        if now[j] < caps[j]:
+                            grown.append((item | conj, now[:j] + (now[j] + 1,) + now[j + 1:]))
+                    else:
+                        grown.append((item | _not(conj, ("maxContains",)), now))
+                        if now[j] < at_most:
+                            grown.append((item | conj, now[:j] + (now[j] + 1,) + now[j + 1:]))
+                options = grown
+            return options
+
+        def state(index: int, counts: tuple) -> int:
+            symbol, new = self._state(tag + (index, counts), "items")
+            if new:
+                done = all(counts[j] >= at_least for j, (_, at_least, _) in enumerate(contains))
+                if index >= max(low, 1) and done:
+                    self.rule(symbol, [close])
+                if high is None or index < high:
+                    position = shape.at(index)
+                    following = index + 1 if high is not None else min(index + 1, cap)
+                    for item, now in choices(position, counts):
+                        if FALSE_TERM in item:
+                            continue
+                        self.rule(symbol, [opener if index == 0 else comma, self.value(item, depth + 1),
+                                           state(following, now)])
+            return symbol
+
+        if low == 0 and all(at_least == 0 for _, at_least, _ in contains):
+            self.rule(lhs, [self.terminal(layout.empty("[]", depth), "empty_array")])
+        self.rule(lhs, [state(0, (0,) * len(contains))])
+
+    # -- finishing --------------------------------------------------------------------------
+    def _finish(self, start: int, source: str) -> Grammar:
+        productive = [False] * len(self.nonterminals)
+        changed = True
+        while changed:
+            changed = False
+            for rule in self.rules:
+                if not productive[rule.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)]
+                                                    for s in rule.rhs):
+                    productive[rule.lhs] = changed = True
+        if not productive[nonterminal_index(start)]:
+            raise SchemaError("the schema allows no JSON value")
+        rules = tuple(r for r in self.rules
+                      if productive[r.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)] for s in r.rhs))
+        grammar = Grammar(tuple(self.terminals), tuple(self.nonterminals), rules, nonterminal_index(start),
+                          (), source)
+        return check_grammar(grammar, self.limits)
+

@@ -1,0 +1,615 @@
+"""Schema keywords -> :class:`~.nodes.Node`: the set of values each subschema allows.
+
+Invariants:
+- ``node(conj)`` is exactly the set of JSON values valid against every term of ``conj``
+  (modulo the reported narrowings), computed keyword by keyword: a keyword that constrains
+  one JSON type is a node letting every other type through, and the keywords of a schema
+  are intersected. Members of objects and arrays stay unexpanded :data:`~.nodes.Conj` sets,
+  so recursion through properties/items never loops here.
+- Applicators at the same level (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``,
+  ``if``/``then``/``else``, ``dependentSchemas``) are expanded eagerly; a cycle among them
+  (a schema that refers to itself without descending into a member) is a
+  :class:`SchemaError`.
+- Complements (``not``, ``oneOf``, ``else``, ``maxContains``) are exact or refused: scalar
+  parts by language difference (numbers inside plain notation), object and array shapes by
+  the finite unions of :meth:`Expander.complement_object` / ``complement_array``, after
+  proving disjointness where possible; anything else raises :class:`Unsupported` with the
+  keyword and pointer.
+- Every keyword that cannot be enforced exactly raises :class:`Unsupported` naming it and its
+  JSON pointer, unless the caller opted into the named approximation (then reported).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any, Optional
+
+from ...automata import derivatives as d
+from ...errors import LimitExceeded, SchemaError, Unsupported
+from ...limits import Limits
+from . import formats as fm
+from . import lexemes as lx
+from . import numbers as nm
+from . import strings as st
+from .nodes import (ALL, ANY_ARRAY, ANY_OBJECT, EMPTY, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node,
+                    ObjectShape, intersect, only, union)
+from .refs import Document, Path, pointer, unsupported
+from .report import Options, Report
+
+__all__ = ["Expander"]
+
+_MAX_CASES = 256  # dependentRequired/dependentSchemas case splits per schema
+
+
+def _keyword(path: Path) -> str:
+    """The keyword a complement was needed for (the last key of its path)."""
+    return path[-1] if path and isinstance(path[-1], str) else "not"
+
+
+def _not(conj: Conj, path: Path) -> Conj:
+    if conj == FALSE:
+        return TRUE
+    if conj == TRUE:
+        return FALSE
+    return frozenset({("not", conj, path)})
+
+
+class Expander:
+    """Computes nodes for locations and conjunctions of one document (memoized)."""
+
+    def __init__(self, document: Document, options: Options, limits: Limits, report: Report):
+        self.doc = document
+        self.options = options
+        self.limits = limits
+        self.report = report
+        self._location_nodes: dict[int, Node] = {}
+        self._conj_nodes: dict[Conj, Node] = {}
+        self._expanding: set[int] = set()
+        self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else lx.INTEGER
+
+    # -- entry points -----------------------------------------------------------------------
+    def conj(self, path: Path) -> Conj:
+        return frozenset({self.doc.location(path)})
+
+    def node(self, conj: Conj) -> Node:
+        found = self._conj_nodes.get(conj)
+        if found is not None:
+            return found
+        result = ALL
+        for term in sorted(conj, key=repr):
+            result = intersect(result, self.term(term), self.limits)
+            if result.is_empty:
+                break
+        self._conj_nodes[conj] = result
+        return result
+
+    def term(self, term: Any) -> Node:
+        if isinstance(term, int):
+            return self.location(term)
+        tag = term[0]
+        if tag == "false":
+            return EMPTY
+        if tag == "const":
+            return self.value_node(json.loads(term[1]), term[2])
+        if tag == "not":
+            return self.complement(self.node(term[1]), term[2])
+        raise AssertionError(f"unknown term {term!r}")  # pragma: no cover
+
+    def location(self, location: int) -> Node:
+        found = self._location_nodes.get(location)
+        if found is not None:
+            return found
+        path = self.doc.path(location)
+        if location in self._expanding:
+            raise SchemaError(f"the schema at {pointer(path) or '/'} refers to itself without "
+                              "descending into a member (infinite recursion)")
+        if len(self._expanding) > self.limits.max_nesting_depth:
+            raise LimitExceeded("max_nesting_depth", len(self._expanding), self.limits.max_nesting_depth)
+        self._expanding.add(location)
+        try:
+            result = self._schema(self.doc.value(path), path)
+        finally:
+            self._expanding.discard(location)
+        self._location_nodes[location] = result
+        return result
+
+    def sub(self, path: Path) -> Node:
+        return self.location(self.doc.location(path))
+
+    # -- one schema object ------------------------------------------------------------------
+    def _schema(self, schema: Any, path: Path) -> Node:
+        if schema is True:
+            return ALL
+        if schema is False:
+            return EMPTY
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean at {pointer(path) or '/'}, "
+                              f"got {schema!r}")
+        draft = self.doc.draft
+        parts: list[Node] = []
+        if "$ref" in schema:
+            parts.append(self.sub(self.doc.resolve(schema["$ref"], path)))
+            if draft <= 7:
+                return parts[0]
+        if draft >= 2020 and "$dynamicRef" in schema:
+            parts.append(self.sub(self.doc.resolve_dynamic(schema["$dynamicRef"], path)))
+        if draft == 2019 and "$recursiveRef" in schema:
+            parts.append(self.sub(self.doc.resolve_recursive(schema["$recursiveRef"], path)))
+        if "type" in schema:
+            parts.append(self._type(schema["type"], path))
+        if "enum" in schema:
+            values = schema["enum"]
+            if not isinstance(values, list):
+                raise SchemaError(f"enum at {pointer(path) or '/'} must be an array")
+            node = EMPTY
+            for i, value in enumerate(values):
+                node = union(node, self.value_node(value, path + ("enum", i)))
+            parts.append(node)
+        if "const" in schema and draft >= 6:
+            parts.append(self.value_node(schema["const"], path + ("const",)))
+        number = self._number_keywords(schema, path)
+        if number is not None:
+            parts.append(only(number=number))
+        string = self._string_keywords(schema, path)
+        if string is not None:
+            parts.append(only(string=string))
+        objects = self._object_keywords(schema, path)
+        if objects is not None:
+            parts.append(only(objects=objects))
+        arrays = self._array_keywords(schema, path)
+        if arrays is not None:
+            parts.append(only(arrays=arrays))
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            if keyword in schema:
+                members = schema[keyword]
+                if not isinstance(members, list) or not members:
+                    raise SchemaError(f"{keyword} at {pointer(path) or '/'} must be a non-empty array")
+                nodes = [self.sub(path + (keyword, i)) for i in range(len(members))]
+                parts.append(self._combine(keyword, nodes, path + (keyword,)))
+        if "not" in schema:
+            parts.append(self.complement(self.sub(path + ("not",)), path + ("not",)))
+        if "if" in schema and draft >= 7:
+            parts.append(self._conditional(schema, path))
+        result = ALL
+        for part in parts:
+            result = intersect(result, part, self.limits)
+        return result
+
+    def _combine(self, keyword: str, nodes: list[Node], path: Path) -> Node:
+        if keyword == "allOf":
+            result = ALL
+            for node in nodes:
+                result = intersect(result, node, self.limits)
+            return result
+        if keyword == "anyOf":
+            result = EMPTY
+            for node in nodes:
+                result = union(result, node)
+            return result
+        result = EMPTY  # oneOf: each member minus all the others
+        for i, node in enumerate(nodes):
+            only_this = node
+            for j, other in enumerate(nodes):
+                if i != j:
+                    only_this = self.difference(only_this, other, path)
+                    if only_this.is_empty:
+                        break
+            result = union(result, only_this)
+        return result
+
+    def _conditional(self, schema: dict, path: Path) -> Node:
+        condition = self.sub(path + ("if",))
+        then = self.sub(path + ("then",)) if "then" in schema else ALL
+        otherwise = self.sub(path + ("else",)) if "else" in schema else ALL
+        if then is ALL and otherwise is ALL:
+            return ALL
+        taken = intersect(condition, then, self.limits)
+        not_taken = self.difference(otherwise, condition, path + ("if",))
+        return union(taken, not_taken)
+
+    # -- types and values -------------------------------------------------------------------
+    def _type(self, types: Any, path: Path) -> Node:
+        names = types if isinstance(types, list) else [types]
+        node = EMPTY
+        for name in names:
+            if name == "null":
+                part = Node(null=True)
+            elif name == "boolean":
+                part = Node(true=True, false=True)
+            elif name == "integer":
+                part = Node(number=self._integer)
+            elif name == "number":
+                part = Node(number=lx.NUMBER)
+            elif name == "string":
+                part = Node(string=lx.ANY_STRING)
+            elif name == "object":
+                part = Node(objects=(ANY_OBJECT,))
+            elif name == "array":
+                part = Node(arrays=(ANY_ARRAY,))
+            else:
+                raise SchemaError(f"unknown type {name!r} at {pointer(path + ('type',))}")
+            node = union(node, part)
+        return node
+
+    def value_node(self, value: Any, path: Path) -> Node:
+        """The node of exactly one JSON value (``const``, one ``enum`` member)."""
+        if value is None:
+            return Node(null=True)
+        if value is True:
+            return Node(true=True)
+        if value is False:
+            return Node(false=True)
+        if isinstance(value, (int, float, Decimal)):
+            self._notation(path)
+            return Node(number=nm.number_value(nm.to_decimal(value, pointer(path)), self.limits))
+        if isinstance(value, str):
+            return Node(string=lx.string_literal(value))
+        if isinstance(value, list):
+            prefix = tuple(self._const(item, path) for item in value)
+            return Node(arrays=(ArrayShape(prefix, FALSE, len(value), len(value)),))
+        if isinstance(value, dict):
+            declared = tuple((key, self._const(item, path)) for key, item in value.items())
+            shape = ObjectShape(declared, frozenset(value), ((lx.ANY_STRING, FALSE),))
+            return Node(objects=(shape,))
+        raise SchemaError(f"not a JSON value at {pointer(path) or '/'}: {value!r}")
+
+    def _const(self, value: Any, path: Path) -> Conj:
+        return frozenset({("const", json.dumps(value, default=str), path)})
+
+    def _notation(self, path: Path) -> None:
+        self.report.add("number-notation", pointer(path),
+                        "numbers are generated in plain decimal notation (no exponent)")
+
+    # -- numbers and strings ----------------------------------------------------------------
+    def _number_keywords(self, schema: dict, path: Path) -> Optional[d.Expr]:
+        where = lambda k: pointer(path + (k,))  # noqa: E731
+        limits = self.limits
+        exprs = []
+        draft4 = self.doc.draft == 4
+        for keyword, strict_keyword, lower in (("minimum", "exclusiveMinimum", True),
+                                               ("maximum", "exclusiveMaximum", False)):
+            build = nm.at_least if lower else nm.at_most
+            if keyword in schema:
+                strict = draft4 and schema.get(strict_keyword) is True
+                exprs.append(build(nm.to_decimal(schema[keyword], where(keyword)), strict, limits))
+            value = schema.get(strict_keyword)
+            if value is not None and not draft4:
+                exprs.append(build(nm.to_decimal(value, where(strict_keyword)), True, limits))
+        if "multipleOf" in schema:
+            step = nm.to_decimal(schema["multipleOf"], where("multipleOf"))
+            if step <= 0:
+                raise SchemaError(f"multipleOf at {where('multipleOf')} must be positive")
+            exprs.append(nm.multiple_of(step, limits))
+        if not exprs:
+            return None
+        self._notation(path)
+        return d.intersection(lx.PLAIN_NUMBER, *exprs, limits=limits)
+
+    def _count(self, schema: dict, keyword: str, path: Path) -> Optional[int]:
+        if keyword not in schema:
+            return None
+        value = schema[keyword]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise SchemaError(f"{keyword} at {pointer(path + (keyword,))} must be a non-negative "
+                              f"integer, got {value!r}")
+        return value
+
+    def _string_keywords(self, schema: dict, path: Path) -> Optional[d.Expr]:
+        contents = []
+        low = self._count(schema, "minLength", path)
+        high = self._count(schema, "maxLength", path)
+        if low is not None or high is not None:
+            contents.append(st.length_content(low or 0, high))
+        if "pattern" in schema:
+            contents.append(st.pattern_content(schema["pattern"], pointer(path + ("pattern",)), self.limits))
+        if "format" in schema:
+            content = self._format(schema["format"], path + ("format",))
+            if content is not None:
+                contents.append(content)
+        if not contents:
+            return None
+        return lx.string_of(d.intersection(*contents, limits=self.limits))
+
+    def _format(self, name: Any, path: Path) -> Optional[d.Expr]:
+        if not isinstance(name, str):
+            raise SchemaError(f"format at {pointer(path)} must be a string")
+        if name in fm.FORMATS:
+            if name in fm.SUBSETS:
+                self.report.add("format-subset", pointer(path), fm.SUBSETS[name])
+            return fm.format_content(name)
+        if name in fm.NOT_REGULAR:
+            if "format" in self.options.approximate:
+                self.report.add("format", pointer(path), f"format {name!r} is not enforced")
+                return None
+            raise unsupported("format", path[:-1], fm.NOT_REGULAR[name])
+        if self.options.ignore_unknown_formats:
+            self.report.add("format", pointer(path), f"unknown format {name!r} is not enforced")
+            return None
+        raise unsupported("format", path[:-1], f"unknown format {name!r} (pass ignore_unknown_formats=True "
+                          "to ignore it)")
+
+    # -- objects ----------------------------------------------------------------------------
+    def _object_keywords(self, schema: dict, path: Path) -> Optional[tuple[ObjectShape, ...]]:
+        draft = self.doc.draft
+        keys = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
+                "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
+                "dependencies", "unevaluatedProperties")
+        if not any(k in schema for k in keys):
+            return None
+        properties = schema.get("properties", {})
+        if not isinstance(properties, dict):
+            raise SchemaError(f"properties at {pointer(path)} must be an object")
+        patterns = []
+        for pattern in schema.get("patternProperties", {}) or {}:
+            where = path + ("patternProperties", pattern)
+            language = lx.string_of(st.pattern_content(pattern, pointer(where), self.limits))
+            patterns.append((language, self.conj(where)))
+        rules = list(patterns)
+        additional = None
+        if "additionalProperties" in schema:
+            additional = self.conj(path + ("additionalProperties",))
+        elif self.options.strict and "properties" in schema:
+            additional = FALSE
+        if "unevaluatedProperties" in schema and draft >= 2019:
+            additional = self._unevaluated(schema, path, "unevaluatedProperties", additional,
+                                           ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef",
+                                            "$recursiveRef", "dependentSchemas"))
+        if additional is not None and additional != TRUE:
+            others = d.alternation(*(language for language, _ in patterns))
+            rules.append((d.difference(lx.ANY_STRING, others, self.limits), additional))
+        base = ObjectShape(rules=tuple(r for r in rules if r[1] != TRUE))
+        declared: dict[str, Conj] = {}
+        for name in properties:
+            own = self.conj(path + ("properties", name))
+            matching = [conj for language, conj in patterns if st.name_accepts(language, name)]
+            declared[name] = own.union(*matching)
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise SchemaError(f"required at {pointer(path)} must be an array of strings")
+        names = lx.ANY_STRING
+        if "propertyNames" in schema:
+            names = self.sub(path + ("propertyNames",)).string
+        shape = ObjectShape(tuple(declared.items()), frozenset(), base.rules, names,
+                            self._count(schema, "minProperties", path) or 0,
+                            self._count(schema, "maxProperties", path))
+        shape = self.require(shape, required)
+        shapes = [shape] if shape is not None else []
+        dependent_required = dict(schema.get("dependentRequired", {}) if draft >= 2019 else {})
+        dependent_schemas: dict[str, Path] = {}
+        if draft >= 2019:
+            for key in schema.get("dependentSchemas", {}) or {}:
+                dependent_schemas[key] = path + ("dependentSchemas", key)
+        elif isinstance(schema.get("dependencies"), dict):
+            for key, value in schema["dependencies"].items():
+                if isinstance(value, list):
+                    dependent_required[key] = value
+                else:
+                    dependent_schemas[key] = path + ("dependencies", key)
+        for key, needed in dependent_required.items():
+            shapes = self._split(shapes, key, lambda s, needed=needed: self.require(s, needed), path)
+        for key, where in dependent_schemas.items():
+            objects = self.sub(where).objects
+            shapes = self._split(shapes, key, lambda s, objects=objects: self._meet(s, objects), path)
+        return tuple(shapes)
+
+    def _unevaluated(self, schema: dict, path: Path, keyword: str, current: Optional[Conj],
+                     applicators: tuple[str, ...]) -> Optional[Conj]:
+        """``unevaluated*`` where no applicator can evaluate members: it then acts on exactly
+        the members the sibling keywords leave over."""
+        value = schema[keyword]
+        if value is True or value == {}:
+            return current
+        if any(a in schema for a in applicators):
+            raise unsupported(keyword, path, "together with in-place applicators (annotation tracking "
+                              "is not supported)")
+        if current is not None:
+            return current  # everything is evaluated by the sibling keyword
+        return self.conj(path + (keyword,))
+
+    def require(self, shape: Optional[ObjectShape], names: list) -> Optional[ObjectShape]:
+        """``shape`` with ``names`` required (declared after the others when new); None when
+        a required member is forbidden by ``propertyNames``."""
+        if shape is None:
+            return None
+        declared = dict(shape.declared)
+        for name in names:
+            if not isinstance(name, str):
+                raise SchemaError(f"required names must be strings, got {name!r}")
+            if name not in declared:
+                declared[name] = shape.undeclared_schema(name)
+            if not st.name_accepts(shape.names, name) or declared[name] == FALSE:
+                return None
+        return replace(shape, declared=tuple(declared.items()), required=shape.required | frozenset(names))
+
+    def _forbid(self, shape: ObjectShape, name: str) -> Optional[ObjectShape]:
+        if name in shape.required:
+            return None
+        declared = dict(shape.declared)
+        declared[name] = FALSE
+        return replace(shape, declared=tuple(declared.items()))
+
+    def _meet(self, shape: ObjectShape, objects: tuple[ObjectShape, ...]) -> list[ObjectShape]:
+        node = intersect(Node(objects=(shape,)), Node(objects=objects), self.limits)
+        return list(node.objects)
+
+    def _split(self, shapes: list, key: str, present, path: Path) -> list:
+        """Case split on whether member ``key`` is present."""
+        out: list[ObjectShape] = []
+        for shape in shapes:
+            absent = self._forbid(shape, key)
+            if absent is not None:
+                out.append(absent)
+            with_key = self.require(shape, [key])
+            if with_key is not None:
+                result = present(with_key)
+                if isinstance(result, list):
+                    out.extend(result)
+                elif result is not None:
+                    out.append(result)
+        if len(out) > _MAX_CASES:
+            raise LimitExceeded("max_grammar_symbols", len(out), _MAX_CASES)
+        return out
+
+    # -- arrays -----------------------------------------------------------------------------
+    def _array_keywords(self, schema: dict, path: Path) -> Optional[tuple[ArrayShape, ...]]:
+        draft = self.doc.draft
+        keys = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
+                "uniqueItems", "unevaluatedItems")
+        if not any(k in schema for k in keys):
+            return None
+        prefix: tuple[Conj, ...] = ()
+        rest: Optional[Conj] = None
+        if draft >= 2020:
+            items = schema.get("prefixItems", [])
+            prefix = tuple(self.conj(path + ("prefixItems", i)) for i in range(len(items)))
+            if "items" in schema:
+                rest = self.conj(path + ("items",))
+        else:
+            items = schema.get("items")
+            if isinstance(items, list):
+                prefix = tuple(self.conj(path + ("items", i)) for i in range(len(items)))
+                if "additionalItems" in schema:
+                    rest = self.conj(path + ("additionalItems",))
+            elif items is not None:
+                rest = self.conj(path + ("items",))
+        if "unevaluatedItems" in schema and draft >= 2019:
+            rest = self._unevaluated(schema, path, "unevaluatedItems", rest,
+                                     ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef",
+                                      "$recursiveRef", "contains"))
+        low = self._count(schema, "minItems", path) or 0
+        high = self._count(schema, "maxItems", path)
+        contains: tuple = ()
+        if "contains" in schema and draft >= 6:
+            at_least = self._count(schema, "minContains", path) if draft >= 2019 else None
+            at_most = self._count(schema, "maxContains", path) if draft >= 2019 else None
+            at_least = 1 if at_least is None else at_least
+            if at_least > 0 or at_most is not None:
+                contains = ((self.conj(path + ("contains",)), at_least, at_most),)
+        unique = schema.get("uniqueItems") is True and (high is None or high > 1)
+        if unique:
+            if "uniqueItems" not in self.options.approximate:
+                raise unsupported("uniqueItems", path, "distinct items cannot be enforced by a grammar "
+                                  "(pass approximate={'uniqueItems'} to ignore it)")
+            self.report.add("uniqueItems", pointer(path + ("uniqueItems",)), "items are not checked for "
+                            "duplicates")
+            unique = False
+        if high is not None and low > high:
+            return ()
+        return (ArrayShape(prefix, TRUE if rest is None else rest, low, high, contains, unique),)
+
+    # -- complements ------------------------------------------------------------------------
+    def complement(self, node: Node, path: Path) -> Node:
+        return self.difference(ALL, node, path)
+
+    def difference(self, a: Node, b: Node, path: Path) -> Node:
+        """Values of ``a`` not in ``b`` (exact, or :class:`Unsupported`)."""
+        if b.number is d.NOTHING:
+            number = a.number
+        elif b.number is lx.NUMBER or a.number is d.NOTHING:
+            number = d.NOTHING
+        else:
+            self._notation(path)
+            plain = d.intersection(a.number, lx.PLAIN_NUMBER, limits=self.limits)
+            number = d.difference(plain, b.number, self.limits)
+        objects = self._shape_difference(a.objects, b.objects, self.complement_object, path)
+        arrays = self._shape_difference(a.arrays, b.arrays, self.complement_array, path)
+        return Node(a.null and not b.null, a.true and not b.true, a.false and not b.false, number,
+                    d.difference(a.string, b.string, self.limits), objects, arrays)
+
+    def _shape_difference(self, shapes: tuple, removed: tuple, complement, path: Path) -> tuple:
+        pieces = list(shapes)
+        for other in removed:
+            if not pieces:
+                break
+            if other.is_any:
+                return ()
+            kept, touching = [], []
+            for piece in pieces:
+                (kept if self._disjoint(piece, other) else touching).append(piece)
+            if touching:
+                node = Node(objects=tuple(touching)) if isinstance(other, ObjectShape) else Node(arrays=tuple(touching))
+                rest = complement(other, path)
+                node = intersect(rest, node, self.limits)  # the condition's members first
+                kept.extend(node.objects if isinstance(other, ObjectShape) else node.arrays)
+            pieces = kept
+        return tuple(dict.fromkeys(pieces))
+
+    def complement_object(self, shape: ObjectShape, path: Path) -> Node:
+        if any(conj != TRUE for _, conj in shape.rules) or shape.names is not lx.ANY_STRING:
+            raise unsupported(_keyword(path), path[:-1], "the complement of patternProperties/"
+                              "additionalProperties/propertyNames constraints is not supported")
+        shapes = []
+        for name in shape.required:
+            shapes.append(ObjectShape(declared=((name, FALSE),)))
+        for name, conj in shape.declared:
+            if conj != TRUE:
+                shapes.append(ObjectShape(declared=((name, _not(conj, path)),), required=frozenset({name})))
+        if shape.min_properties > 0:
+            shapes.append(ObjectShape(max_properties=shape.min_properties - 1))
+        if shape.max_properties is not None:
+            shapes.append(ObjectShape(min_properties=shape.max_properties + 1))
+        return replace(ALL, objects=tuple(shapes))
+
+    def complement_array(self, shape: ArrayShape, path: Path) -> Node:
+        keyword = _keyword(path)
+        if shape.unique:
+            raise unsupported(keyword, path[:-1], "the complement of uniqueItems is not supported")
+        shapes = []
+        if shape.min_items > 0:
+            shapes.append(ArrayShape(max_items=shape.min_items - 1))
+        if shape.max_items is not None:
+            shapes.append(ArrayShape(min_items=shape.max_items + 1))
+        for i, conj in enumerate(shape.prefix):
+            if conj != TRUE:
+                shapes.append(ArrayShape(prefix=(TRUE,) * i + (_not(conj, path),), min_items=i + 1))
+        if shape.rest != TRUE:
+            k = len(shape.prefix)
+            if shape.rest == FALSE:
+                shapes.append(ArrayShape(min_items=k + 1))
+            elif k == 0:
+                shapes.append(ArrayShape(contains=((_not(shape.rest, path), 1, None),)))
+            else:
+                raise unsupported(keyword, path[:-1], "the complement of items after prefixItems is not "
+                                  "supported")
+        for conj, low, high in shape.contains:
+            if low > 0:
+                shapes.append(ArrayShape(contains=((conj, 0, low - 1),)))
+            if high is not None:
+                shapes.append(ArrayShape(contains=((conj, high + 1, None),)))
+        return replace(ALL, arrays=tuple(shapes))
+
+    # -- disjointness (conservative: True only when proven) ---------------------------------
+    def _disjoint(self, a, b, depth: int = 3) -> bool:
+        if isinstance(a, ObjectShape):
+            node = intersect(Node(objects=(a,)), Node(objects=(b,)), self.limits)
+            return all(self._object_empty(s, depth) for s in node.objects)
+        node = intersect(Node(arrays=(a,)), Node(arrays=(b,)), self.limits)
+        return all(self._array_empty(s, depth) for s in node.arrays)
+
+    def _object_empty(self, shape: ObjectShape, depth: int) -> bool:
+        if shape.max_properties is not None and len(shape.required) > shape.max_properties:
+            return True
+        return any(self._conj_empty(conj, depth) for name, conj in shape.declared if name in shape.required)
+
+    def _array_empty(self, shape: ArrayShape, depth: int) -> bool:
+        if shape.max_items is not None and shape.min_items > shape.max_items:
+            return True
+        return any(self._conj_empty(shape.at(i), depth) for i in range(min(shape.min_items, len(shape.prefix) + 1)))
+
+    def _conj_empty(self, conj: Conj, depth: int) -> bool:
+        if FALSE_TERM in conj:
+            return True
+        if depth <= 0:
+            return False
+        try:
+            node = self.node(conj)
+        except (Unsupported, SchemaError):
+            return False
+        if node.null or node.true or node.false or node.number is not d.NOTHING or node.string is not d.NOTHING:
+            return False
+        return all(self._object_empty(s, depth - 1) for s in node.objects) and \
+            all(self._array_empty(s, depth - 1) for s in node.arrays)

@@ -1,0 +1,231 @@
+"""``format`` as exact regular languages from the RFCs, as JSON string content.
+
+Invariants:
+- Each format is the language its RFC's ABNF defines (ABNF literals are case-insensitive,
+  RFC 5234 section 2.3, so ``t``/``z`` in date-time and duration letters may be lower case),
+  built from character-level regexes and lowered with JSON escapes (so ``\\u0032`` spells a
+  digit wherever a digit may be). Only ASCII digits count as digits.
+- Calendar dates are real: month lengths, February 29 only in Gregorian leap years. A leap
+  second (``:60``) is valid only where the UTC time it denotes is 23:59:60 (local time minus
+  the offset), with any offset.
+- Length limits of the RFCs are intersections: hostname at most 253 characters, labels at
+  most 63; e-mail local part at most 64 octets, domain at most 255 (RFC 5321 4.5.3.1).
+- Where a format is not regular or needs tables we do not have (``regex``, ``idn-hostname``,
+  ``idn-email``), :func:`format_content` raises :class:`Unsupported`. Where we enforce a
+  subset, the subset is returned with a note for the report (``hostname``: labels with
+  ``--`` in positions 3-4, i.e. IDNA A-labels ``xn--``, are not generated, because their
+  validity depends on Punycode decoding and IDNA tables).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from ...automata import derivatives as d
+from ...limits import Limits
+from . import lexemes as lx
+from .strings import char_regex, length_content
+
+__all__ = ["format_content", "FORMATS"]
+
+_LIMITS = Limits(max_regex_nodes=200_000, max_pattern_length=400_000)
+
+
+def _r(pattern: str) -> d.Expr:
+    return char_regex(pattern, _LIMITS)
+
+
+def _lit(text: str) -> d.Expr:
+    return d.concat_all(lx.json_char(((ord(c), ord(c)),)) for c in text)
+
+
+def _ci(text: str) -> str:
+    """A regex for ``text``, ASCII letters in either case."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in text)
+
+
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+_DATE = (r"(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+         r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+         r"|" + _LEAP_YEAR + r"-02-29)")
+_FRACTION = r"(?:\.[0-9]+)?"
+_OFFSET = r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_ORDINARY_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]" + _FRACTION + _OFFSET
+
+
+def _leap_second_time() -> d.Expr:
+    """``HH:MM:60[.frac]offset`` where local time minus offset is 23:59 UTC."""
+    fraction = _r(_FRACTION)
+    by_hour = []
+    for hour in range(24):
+        by_minute = []
+        for minute in range(60):
+            local = hour * 60 + minute
+            plus = (local - 1439) % 1440
+            minus = (1439 - local) % 1440
+            offsets = [_lit("+%02d:%02d" % divmod(plus, 60)), _lit("-%02d:%02d" % divmod(minus, 60))]
+            if local == 1439:
+                offsets.append(_r("[Zz]"))
+            by_minute.append(d.concat_all((_lit("%02d:60" % minute), fraction, d.alternation(*offsets))))
+        by_hour.append(d.concat(_lit("%02d:" % hour), d.alternation(*by_minute)))
+    return d.alternation(*by_hour)
+
+
+def _time() -> d.Expr:
+    return d.alternation(_r(_ORDINARY_TIME), _leap_second_time())
+
+
+def _date_time() -> d.Expr:
+    return d.concat_all((_r(_DATE), _r("[Tt]"), _time()))
+
+
+def _duration() -> d.Expr:
+    n = "[0-9]+"
+    second = f"{n}{_ci('S')}"
+    minute = f"{n}{_ci('M')}(?:{second})?"
+    hour = f"{n}{_ci('H')}(?:{minute})?"
+    time = f"{_ci('T')}(?:{hour}|{minute}|{second})"
+    day = f"{n}{_ci('D')}"
+    week = f"{n}{_ci('W')}"
+    month = f"{n}{_ci('M')}(?:{day})?"
+    year = f"{n}{_ci('Y')}(?:{month})?"
+    date = f"(?:{day}|{month}|{year})(?:{time})?"
+    return _r(f"{_ci('P')}(?:{date}|{time}|{week})")
+
+
+_DEC_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{_IPV4})"
+
+
+def _ipv6_regex() -> str:
+    """RFC 3986 IPv6address (RFC 4291 section 2.2 text forms)."""
+    forms = [rf"(?:{_H16}:){{6}}{_LS32}", rf"::(?:{_H16}:){{5}}{_LS32}"]
+    for left, right in ((0, 4), (1, 3), (2, 2), (3, 1)):
+        forms.append(rf"(?:(?:{_H16}:){{0,{left}}}{_H16})?::(?:{_H16}:){{{right}}}{_LS32}")
+    forms.append(rf"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}")
+    forms.append(rf"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}")
+    forms.append(rf"(?:(?:{_H16}:){{0,6}}{_H16})?::")
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _ipv6_smtp_regex() -> str:
+    """RFC 5321 IPv6-addr: full or compressed forms with at most 6 (4 with IPv4) groups
+    besides ``::``."""
+    hexes = lambda k: "" if k == 0 else rf"{_H16}(?::{_H16}){{{k - 1}}}"  # noqa: E731
+    forms = [rf"{_H16}(?::{_H16}){{7}}", rf"{_H16}(?::{_H16}){{5}}:{_IPV4}"]
+    for left in range(7):
+        for right in range(7 - left):
+            forms.append(hexes(left) + "::" + hexes(right))
+    for left in range(5):
+        for right in range(5 - left):
+            forms.append(hexes(left) + "::" + (hexes(right) + ":" if right else "") + _IPV4)
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _hostname() -> d.Expr:
+    label = _r("[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+    reserved = _r("[A-Za-z0-9-]{2}--[A-Za-z0-9-]*")  # RFC 5891 4.2.3.1; A-labels need IDNA
+    label = d.difference(label, reserved, _LIMITS)
+    host = d.concat(label, d.repeat(d.concat(_lit("."), label), 0, d.UNBOUNDED))
+    return d.intersection(host, length_content(1, 253), limits=_LIMITS)
+
+
+def _email() -> d.Expr:
+    atext = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]"
+    dot_string = rf"{atext}+(?:\.{atext}+)*"
+    quoted = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
+    local = d.intersection(_r(f"(?:{dot_string}|{quoted})"), length_content(1, 64), limits=_LIMITS)
+    domain = d.intersection(_r(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+                               r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"),
+                            length_content(1, 255), limits=_LIMITS)
+    literal = _r(rf"\[(?:{_IPV4}|{_ci('IPv6')}:{_ipv6_smtp_regex()})\]")
+    return d.concat_all((local, _lit("@"), d.alternation(domain, literal)))
+
+
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUB_DELIMS = r"!$&'()*+,;="
+_PCT = r"%[0-9A-Fa-f]{2}"
+_UCSCHAR = (r"\xa0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef\U00010000-\U0001fffd\U00020000-\U0002fffd"
+            r"\U00030000-\U0003fffd\U00040000-\U0004fffd\U00050000-\U0005fffd\U00060000-\U0006fffd"
+            r"\U00070000-\U0007fffd\U00080000-\U0008fffd\U00090000-\U0009fffd\U000a0000-\U000afffd"
+            r"\U000b0000-\U000bfffd\U000c0000-\U000cfffd\U000d0000-\U000dfffd\U000e1000-\U000efffd")
+_IPRIVATE = r"\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+
+
+def _uri_regex(reference: bool, iri: bool) -> str:
+    """RFC 3986 URI / URI-reference; RFC 3987 IRI / IRI-reference when ``iri``."""
+    unreserved = _UNRESERVED + (_UCSCHAR if iri else "")
+    pchar = rf"(?:[{unreserved}{_SUB_DELIMS}:@]|{_PCT})"
+    segment = f"{pchar}*"
+    segment_nz = f"{pchar}+"
+    segment_nz_nc = rf"(?:[{unreserved}{_SUB_DELIMS}@]|{_PCT})+"
+    query_chars = rf"(?:[{unreserved}{_SUB_DELIMS}:@/?{_IPRIVATE if iri else ''}]|{_PCT})*"
+    fragment_chars = rf"(?:[{unreserved}{_SUB_DELIMS}:@/?]|{_PCT})*"
+    scheme = r"[A-Za-z][A-Za-z0-9+\-.]*"
+    userinfo = rf"(?:[{unreserved}{_SUB_DELIMS}:]|{_PCT})*"
+    ip_future = rf"[vV][0-9A-Fa-f]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+"
+    host = rf"(?:\[(?:{_ipv6_regex()}|{ip_future})\]|(?:[{unreserved}{_SUB_DELIMS}]|{_PCT})*)"
+    authority = rf"(?:{userinfo}@)?{host}(?::[0-9]*)?"
+    path_abempty = f"(?:/{segment})*"
+    path_absolute = f"/(?:{segment_nz}(?:/{segment})*)?"
+    path_rootless = f"{segment_nz}(?:/{segment})*"
+    path_noscheme = f"{segment_nz_nc}(?:/{segment})*"
+    tail = rf"(?:\?{query_chars})?(?:#{fragment_chars})?"
+    hier = f"(?://{authority}{path_abempty}|{path_absolute}|{path_rootless}|)"
+    uri = f"{scheme}:{hier}{tail}"
+    if not reference:
+        return uri
+    relative = f"(?://{authority}{path_abempty}|{path_absolute}|{path_noscheme}|){tail}"
+    return f"(?:{uri}|{relative})"
+
+
+def _uri_template() -> d.Expr:
+    literal = rf"(?:[\x21\x23\x24\x26-\x3b\x3d\x3f-\x5b\x5d\x5f\x61-\x7a\x7e{_UCSCHAR}{_IPRIVATE}]|{_PCT})"
+    varchar = rf"(?:[A-Za-z0-9_]|{_PCT})"
+    varname = rf"{varchar}(?:\.?{varchar})*"
+    varspec = rf"{varname}(?::[1-9][0-9]{{0,3}}|\*)?"
+    expression = rf"\{{[+#./;?&=,!@|]?{varspec}(?:,{varspec})*\}}"
+    return _r(f"(?:{literal}|{expression})*")
+
+
+_JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+
+FORMATS: dict[str, Callable[[], d.Expr]] = {
+    "date": lambda: _r(_DATE),
+    "time": _time,
+    "date-time": _date_time,
+    "duration": _duration,
+    "email": _email,
+    "hostname": _hostname,
+    "ipv4": lambda: _r(_IPV4),
+    "ipv6": lambda: _r(_ipv6_regex()),
+    "uuid": lambda: _r(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"),
+    "uri": lambda: _r(_uri_regex(False, False)),
+    "uri-reference": lambda: _r(_uri_regex(True, False)),
+    "iri": lambda: _r(_uri_regex(False, True)),
+    "iri-reference": lambda: _r(_uri_regex(True, True)),
+    "uri-template": _uri_template,
+    "json-pointer": lambda: _r(_JSON_POINTER),
+    "relative-json-pointer": lambda: _r(rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})"),
+}
+
+#: formats we know but cannot enforce exactly: the reason, for Unsupported
+NOT_REGULAR = {
+    "regex": "format 'regex' (the language of ECMA-262 regexes is not regular)",
+    "idn-hostname": "format 'idn-hostname' (needs IDNA tables)",
+    "idn-email": "format 'idn-email' (needs IDNA tables)",
+}
+
+#: what a format leaves out, for the report
+SUBSETS = {
+    "hostname": "IDNA A-labels (xn--...) and other labels with '--' in positions 3-4 are not generated",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def format_content(name: str) -> d.Expr:
+    """The content language of format ``name`` (a key of :data:`FORMATS`)."""
+    return FORMATS[name]()

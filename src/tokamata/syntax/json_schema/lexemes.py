@@ -1,0 +1,208 @@
+"""JSON text pieces as byte expressions: string characters with every escape, numbers,
+literals, and the punctuation of each whitespace style.
+
+Invariants:
+- :func:`json_char` of a code point set matches exactly the spellings RFC 8259 allows for
+  those code points inside a string: the raw UTF-8 character where allowed (not ``"``,
+  ``\\``, or a control character below U+0020), the short escapes (``\\" \\\\ \\/ \\b \\f \\n
+  \\r \\t``), ``\\uXXXX`` with hex digits in either case, and surrogate pairs for code points
+  above U+FFFF. Lone surrogates are not characters and are never produced.
+- Escaping is a prefix code, so it commutes with intersection and difference: the string
+  languages built from :func:`json_char` are closed under spelling (a string is in or out
+  with all its spellings), and byte-level AND/DIFF of them is exact.
+- Number languages here are sets of spellings. :data:`NUMBER` is all JSON numbers;
+  :data:`PLAIN_NUMBER` those without exponent. Every language the schema compiler builds
+  from bounds and divisibility is closed under plain spellings (trailing fraction zeros,
+  ``-0``); complements are taken inside :data:`PLAIN_NUMBER`.
+- A :class:`Layout` gives the punctuation terminals of one whitespace style; structural
+  whitespace lives inside them, never in value terminals.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ...automata import charset as cs
+from ...automata import derivatives as d
+
+__all__ = ["literal", "json_char", "string_of", "string_literal", "ANY_CHAR", "ANY_STRING",
+           "NUMBER", "PLAIN_NUMBER", "INTEGER", "INTEGER_DRAFT4", "NULL", "TRUE", "FALSE",
+           "DIGIT", "Layout"]
+
+
+def literal(text: str | bytes) -> d.Expr:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return d.concat_all(d.byte_set(1 << b) for b in data)
+
+
+def _bytes_of(chars: str) -> d.Expr:
+    mask = 0
+    for c in chars.encode():
+        mask |= 1 << c
+    return d.byte_set(mask)
+
+
+DIGIT = _bytes_of("0123456789")
+_NONZERO = _bytes_of("123456789")
+_HEX_DIGITS = tuple(_bytes_of("0123456789"[i] if i < 10 else "abcdef"[i - 10] + "ABCDEF"[i - 10])
+                    for i in range(16))
+_RAW: cs.CharSet = ((0x20, 0x21), (0x23, 0x5B), (0x5D, cs.MAX_CODE_POINT))
+_SHORT_ESCAPES = {0x22: "\"", 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+
+
+def _hex_set(ranges: cs.CharSet, width: int) -> d.Expr:
+    """``width`` hex digits (either case) spelling a value in ``ranges``."""
+    if not ranges:
+        return d.NOTHING
+    if width == 0:
+        return d.EPSILON
+    block = 16 ** (width - 1)
+    groups: dict[int, tuple[d.Expr, int]] = {}  # rest expression id -> (rest, digit mask)
+    for digit in range(16):
+        lo = digit * block
+        sub = cs.intersect(ranges, lo, lo + block - 1)
+        if not sub:
+            continue
+        rest = _hex_set(tuple((a - lo, b - lo) for a, b in sub), width - 1)
+        _, mask = groups.get(rest.id, (rest, 0))
+        groups[rest.id] = (rest, mask | (1 << digit))
+    options = []
+    for rest, mask in groups.values():
+        lead = d.alternation(*(_HEX_DIGITS[i] for i in range(16) if mask >> i & 1))
+        options.append(d.concat(lead, rest))
+    return d.alternation(*options)
+
+
+_BACKSLASH_U = literal("\\u")
+
+
+def _surrogate_pairs(astral: cs.CharSet) -> d.Expr:
+    """``\\uHHHH\\uLLLL`` for the astral code points in ``astral`` (after the first ``\\``
+    and ``u`` of the pair: the caller adds them)."""
+    by_low: dict[tuple, list[tuple[int, int]]] = {}  # low-surrogate set -> high ranges
+    for lo, hi in astral:
+        lo, hi = max(lo, 0x10000), min(hi, cs.MAX_CODE_POINT)
+        if lo > hi:
+            continue
+        h_lo, h_hi = (lo - 0x10000) >> 10, (hi - 0x10000) >> 10
+        l_lo, l_hi = (lo - 0x10000) & 0x3FF, (hi - 0x10000) & 0x3FF
+        if h_lo == h_hi:
+            by_low.setdefault(((l_lo, l_hi),), []).append((h_lo, h_lo))
+            continue
+        by_low.setdefault(((l_lo, 0x3FF),), []).append((h_lo, h_lo))
+        if h_hi - h_lo > 1:
+            by_low.setdefault(((0, 0x3FF),), []).append((h_lo + 1, h_hi - 1))
+        by_low.setdefault(((0, l_hi),), []).append((h_hi, h_hi))
+    options = []
+    for lows, highs in by_low.items():
+        high = _hex_set(cs.normalize((0xD800 + a, 0xD800 + b) for a, b in highs), 4)
+        low = _hex_set(tuple((0xDC00 + a, 0xDC00 + b) for a, b in lows), 4)
+        options.append(d.concat_all((high, _BACKSLASH_U, low)))
+    return d.alternation(*options)
+
+
+@functools.lru_cache(maxsize=4096)
+def json_char(charset: cs.CharSet) -> d.Expr:
+    """One code point of ``charset`` as it may be spelled inside a JSON string."""
+    raw = cs.normalize(r for lo, hi in _RAW for r in cs.intersect(charset, lo, hi))
+    short = 0
+    for code, letter in _SHORT_ESCAPES.items():
+        if cs.contains(charset, code):
+            short |= 1 << ord(letter)
+    bmp = cs.intersect(charset, 0, 0xD7FF) + cs.intersect(charset, 0xE000, 0xFFFF)
+    astral = cs.intersect(charset, 0x10000, cs.MAX_CODE_POINT)
+    after_u = d.alternation(_hex_set(bmp, 4), _surrogate_pairs(astral))
+    escaped = d.alternation(d.byte_set(short), d.concat(literal("u"), after_u))
+    return d.alternation(d.utf8_char(raw), d.concat(literal("\\"), escaped))
+
+
+ANY_CHAR = json_char(cs.ANY)
+_QUOTE = literal('"')
+
+
+def string_of(content: d.Expr) -> d.Expr:
+    """A JSON string whose (escaped) content is ``content``."""
+    return d.concat_all((_QUOTE, content, _QUOTE))
+
+
+ANY_STRING = string_of(d.repeat(ANY_CHAR, 0, d.UNBOUNDED))
+
+
+def string_literal(text: str) -> d.Expr:
+    """Every spelling of the JSON string ``text`` (raw or escaped, per character)."""
+    return string_of(d.concat_all(json_char(((ord(c), ord(c)),)) for c in text))
+
+
+_MINUS = literal("-")
+_INT_MAGNITUDE = d.alternation(literal("0"), d.concat(_NONZERO, d.repeat(DIGIT, 0, d.UNBOUNDED)))
+_CANONICAL_INT = d.concat(d.repeat(_MINUS, 0, 1), _INT_MAGNITUDE)
+_FRACTION = d.concat(literal("."), d.repeat(DIGIT, 1, d.UNBOUNDED))
+_EXPONENT = d.concat_all((_bytes_of("eE"), d.repeat(_bytes_of("+-"), 0, 1), d.repeat(DIGIT, 1, d.UNBOUNDED)))
+_ZERO_FRACTION = d.concat(literal("."), d.repeat(literal("0"), 1, d.UNBOUNDED))
+
+NUMBER = d.concat_all((_CANONICAL_INT, d.repeat(_FRACTION, 0, 1), d.repeat(_EXPONENT, 0, 1)))
+PLAIN_NUMBER = d.concat(_CANONICAL_INT, d.repeat(_FRACTION, 0, 1))
+#: integer values (drafts 6 on): plain, with zero fractions, or an integer mantissa with a
+#: non-negative exponent (a sound subset of the integer-valued spellings)
+INTEGER = d.concat_all((_CANONICAL_INT, d.repeat(_ZERO_FRACTION, 0, 1),
+                        d.repeat(d.concat_all((_bytes_of("eE"), d.repeat(literal("+"), 0, 1),
+                                               d.repeat(DIGIT, 1, d.UNBOUNDED))), 0, 1)))
+#: draft 4: an integer is a number without fraction or exponent
+INTEGER_DRAFT4 = _CANONICAL_INT
+PLAIN_INTEGER = d.concat(_CANONICAL_INT, d.repeat(_ZERO_FRACTION, 0, 1))
+NULL, TRUE, FALSE = literal("null"), literal("true"), literal("false")
+
+_WS = _bytes_of(" \t\n\r")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Punctuation of one whitespace style.
+
+    - ``compact``: no whitespace at all.
+    - ``flexible``: up to ``max_whitespace`` of ``[ \\t\\n\\r]`` on each side of every
+      structural character (so at most twice that between two tokens).
+    - ``pretty``: exactly ``json.dumps(value, indent=indent)``'s layout: a newline and
+      ``indent * depth`` spaces before each member and before the closing bracket,
+      ``": "`` after keys, ``{}`` / ``[]`` when empty. Terminals depend on the depth.
+    """
+
+    style: str = "compact"
+    indent: int = 2
+    max_whitespace: int = 20
+
+    @property
+    def depth_dependent(self) -> bool:
+        return self.style == "pretty"
+
+    def _ws(self) -> d.Expr:
+        return d.repeat(_WS, 0, self.max_whitespace) if self.style == "flexible" else d.EPSILON
+
+    def _newline(self, depth: int) -> d.Expr:
+        return literal("\n" + " " * (self.indent * depth))
+
+    def open(self, bracket: str, depth: int) -> d.Expr:
+        """The opening bracket of a non-empty container at ``depth`` (before its first item)."""
+        if self.style == "pretty":
+            return d.concat(literal(bracket), self._newline(depth + 1))
+        return d.concat(literal(bracket), self._ws())
+
+    def close(self, bracket: str, depth: int) -> d.Expr:
+        if self.style == "pretty":
+            return d.concat(self._newline(depth), literal(bracket))
+        return d.concat(self._ws(), literal(bracket))
+
+    def empty(self, brackets: str, depth: int) -> d.Expr:
+        return d.concat_all((literal(brackets[0]), self._ws(), literal(brackets[1])))
+
+    def comma(self, depth: int) -> d.Expr:
+        """Between two items of a container at ``depth``."""
+        if self.style == "pretty":
+            return d.concat(literal(","), self._newline(depth + 1))
+        return d.concat_all((self._ws(), literal(","), self._ws()))
+
+    def colon(self) -> d.Expr:
+        if self.style == "pretty":
+            return literal(": ")
+        return d.concat_all((self._ws(), literal(":"), self._ws()))

@@ -1,0 +1,198 @@
+"""Exact number languages: bounds as digit-range automata, divisibility, constants.
+
+Invariants:
+- Every language built here is a set of *plain* JSON number spellings (optional ``-``,
+  canonical integer part, optional ``.`` and digits; no exponent) and is closed under
+  spelling: a value is in with all its plain spellings (``5``, ``5.0``, ``5.000``; ``0``,
+  ``-0``, ``-0.0``) or out with all of them. So intersections and differences of these
+  languages (taken inside :data:`lexemes.PLAIN_NUMBER`) are exact on values.
+- Bounds are compared as exact decimals (``Decimal``), never as floats: a float from the
+  schema is read back through its shortest ``repr``, which is what the schema's JSON text
+  said. Integers of any size work.
+- Bounds become expressions over decimal digits by the classic construction (fewer digits,
+  or a common prefix then a smaller/larger digit then anything), at most quadratic in the
+  number of digits of the bound; the digit count is bounded by ``Limits.max_regex_nodes``.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from ...automata import derivatives as d
+from ...errors import LimitExceeded, SchemaError
+from ...limits import Limits
+from . import lexemes as lx
+
+__all__ = ["to_decimal", "at_least", "at_most", "number_range", "number_value", "multiple_of"]
+
+_D = lx.DIGIT
+_D_STAR = d.repeat(_D, 0, d.UNBOUNDED)
+_NONZERO_DIGIT = d.byte_set(sum(1 << b for b in range(0x31, 0x3A)))
+_ZERO = lx.literal("0")
+_ANY_FRACTION = d.repeat(d.concat(lx.literal("."), d.repeat(_D, 1, d.UNBOUNDED)), 0, 1)
+_ZERO_FRACTION = d.repeat(d.concat(lx.literal("."), d.repeat(_ZERO, 1, d.UNBOUNDED)), 0, 1)
+_MINUS = lx.literal("-")
+_UNSIGNED = d.concat(d.alternation(_ZERO, d.concat(_NONZERO_DIGIT, _D_STAR)), _ANY_FRACTION)
+_ZERO_FORMS = d.concat(_ZERO, _ZERO_FRACTION)  # unsigned spellings of zero
+
+
+def to_decimal(value: object, pointer: str) -> Decimal:
+    """A schema number as an exact decimal (floats through their shortest repr)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        raise SchemaError(f"expected a number at {pointer or '/'}, got {value!r}")
+    try:
+        result = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation:  # pragma: no cover - repr of a float is always a decimal
+        raise SchemaError(f"not a finite number at {pointer or '/'}: {value!r}") from None
+    if not result.is_finite():
+        raise SchemaError(f"not a finite number at {pointer or '/'}: {value!r}")
+    return result
+
+
+def _digits(value: Decimal, limits: Limits) -> tuple[str, str]:
+    """(integer digits, fraction digits without trailing zeros) of ``abs(value)``."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)
+    size = len(value.as_tuple().digits) + abs(exponent)
+    if size > limits.max_regex_nodes:
+        raise LimitExceeded("max_regex_nodes", size, limits.max_regex_nodes)
+    text = format(abs(value), "f")
+    whole, _, fraction = text.partition(".")
+    whole = whole.lstrip("0") or "0"
+    return whole, fraction.rstrip("0")
+
+
+def _digit_range(lo: int, hi: int) -> d.Expr:
+    if lo > hi:
+        return d.NOTHING
+    return d.byte_set(sum(1 << (0x30 + i) for i in range(lo, hi + 1)))
+
+
+def _int_less(h: str) -> d.Expr:
+    """Canonical unsigned integers below ``h``."""
+    n = len(h)
+    options = []
+    if n >= 2:  # every shorter integer
+        options.append(_ZERO)
+        options.append(d.concat(_NONZERO_DIGIT, d.repeat(_D, 0, n - 2)))
+    for i in range(n):
+        first = 1 if (i == 0 and n >= 2) else 0
+        options.append(d.concat_all((lx.literal(h[:i]), _digit_range(first, int(h[i]) - 1),
+                                     d.repeat(_D, n - i - 1, n - i - 1))))
+    return d.alternation(*options)
+
+
+def _int_greater(l: str) -> d.Expr:
+    """Canonical unsigned integers above ``l``."""
+    n = len(l)
+    options = [d.concat(_NONZERO_DIGIT, d.repeat(_D, n, d.UNBOUNDED))]
+    for i in range(n):
+        options.append(d.concat_all((lx.literal(l[:i]), _digit_range(int(l[i]) + 1, 9),
+                                     d.repeat(_D, n - i - 1, n - i - 1))))
+    return d.alternation(*options)
+
+
+def _fraction_at_most(g: str, strict: bool) -> d.Expr:
+    """The optional fraction (``""`` or ``.digits``) with value <= 0.g (< when strict)."""
+    m = len(g)
+    if m == 0:
+        tail = d.NOTHING if strict else d.repeat(_ZERO, 1, d.UNBOUNDED)
+    else:
+        tail = d.NOTHING if strict else d.repeat(_ZERO, 0, d.UNBOUNDED)
+        for i in range(m - 1, -1, -1):
+            digit = int(g[i])
+            tail = d.alternation(d.EPSILON if i >= 1 else d.NOTHING,
+                                 d.concat(_digit_range(0, digit - 1), _D_STAR),
+                                 d.concat(lx.literal(g[i]), tail))
+    absent = d.EPSILON if (m > 0 or not strict) else d.NOTHING
+    return d.alternation(absent, d.concat(lx.literal("."), tail))
+
+
+def _fraction_at_least(g: str, strict: bool) -> d.Expr:
+    """The optional fraction with value >= 0.g (> when strict)."""
+    m = len(g)
+    some_nonzero = d.concat_all((d.repeat(_ZERO, 0, d.UNBOUNDED), _NONZERO_DIGIT, _D_STAR))
+    if m == 0:
+        tail = some_nonzero if strict else d.repeat(_D, 1, d.UNBOUNDED)
+    else:
+        tail = some_nonzero if strict else _D_STAR
+        for i in range(m - 1, -1, -1):
+            digit = int(g[i])
+            tail = d.alternation(d.concat(_digit_range(digit + 1, 9), _D_STAR),
+                                 d.concat(lx.literal(g[i]), tail))
+    absent = d.EPSILON if (m == 0 and not strict) else d.NOTHING
+    return d.alternation(absent, d.concat(lx.literal("."), tail))
+
+
+def _magnitude_at_most(value: Decimal, strict: bool, limits: Limits) -> d.Expr:
+    whole, fraction = _digits(value, limits)
+    return d.alternation(d.concat(_int_less(whole), _ANY_FRACTION),
+                         d.concat(lx.literal(whole), _fraction_at_most(fraction, strict)))
+
+
+def _magnitude_at_least(value: Decimal, strict: bool, limits: Limits) -> d.Expr:
+    whole, fraction = _digits(value, limits)
+    return d.alternation(d.concat(_int_greater(whole), _ANY_FRACTION),
+                         d.concat(lx.literal(whole), _fraction_at_least(fraction, strict)))
+
+
+_NON_NEGATIVE = d.alternation(_UNSIGNED, d.concat(_MINUS, _ZERO_FORMS))
+_NON_POSITIVE = d.alternation(d.concat(_MINUS, _UNSIGNED), _ZERO_FORMS)
+
+
+def at_least(bound: Decimal, strict: bool, limits: Limits) -> d.Expr:
+    """Plain numbers ``>= bound`` (``> bound`` when ``strict``)."""
+    if bound > 0:
+        return _magnitude_at_least(bound, strict, limits)
+    if bound == 0:
+        return _magnitude_at_least(bound, True, limits) if strict else _NON_NEGATIVE
+    return d.alternation(_NON_NEGATIVE, d.concat(_MINUS, _magnitude_at_most(-bound, strict, limits)))
+
+
+def at_most(bound: Decimal, strict: bool, limits: Limits) -> d.Expr:
+    """Plain numbers ``<= bound`` (``< bound`` when ``strict``)."""
+    if bound < 0:
+        return d.concat(_MINUS, _magnitude_at_least(-bound, strict, limits))
+    if bound == 0:
+        return d.concat(_MINUS, _magnitude_at_least(bound, True, limits)) if strict else _NON_POSITIVE
+    return d.alternation(_NON_POSITIVE, _magnitude_at_most(bound, strict, limits))
+
+
+def number_range(low: Decimal | None, low_strict: bool, high: Decimal | None, high_strict: bool,
+                 limits: Limits) -> d.Expr:
+    """Plain numbers between the bounds (``None``: unbounded on that side)."""
+    parts = [lx.PLAIN_NUMBER]
+    if low is not None:
+        parts.append(at_least(low, low_strict, limits))
+    if high is not None:
+        parts.append(at_most(high, high_strict, limits))
+    return d.intersection(*parts, limits=limits)
+
+
+def number_value(value: Decimal, limits: Limits) -> d.Expr:
+    """Every plain spelling of ``value``."""
+    whole, fraction = _digits(value, limits)
+    if whole == "0" and not fraction:
+        return d.concat(d.repeat(_MINUS, 0, 1), _ZERO_FORMS)
+    sign = _MINUS if value < 0 else d.EPSILON
+    if fraction:
+        tail = d.concat(lx.literal("." + fraction), d.repeat(_ZERO, 0, d.UNBOUNDED))
+    else:
+        tail = _ZERO_FRACTION
+    return d.concat_all((sign, lx.literal(whole), tail))
+
+
+def multiple_of(step: Decimal, limits: Limits) -> d.Expr:
+    """Plain numbers that are an integer multiple of ``step`` (``step > 0``)."""
+    sign, digits, exponent = step.as_tuple()
+    assert isinstance(exponent, int)
+    if exponent > 0 and exponent + len(digits) > limits.max_regex_nodes:
+        raise LimitExceeded("max_regex_nodes", exponent + len(digits), limits.max_regex_nodes)
+    p = int("".join(map(str, digits)) or "0")
+    k = -exponent
+    if k < 0:
+        p, k = p * 10 ** (-k), 0
+    while k > 0 and p % 10 == 0:
+        p, k = p // 10, k - 1
+    lax = d.concat(d.repeat(_MINUS, 0, 1), d.decimal_multiple(p, k))
+    return d.intersection(lx.PLAIN_NUMBER, lax, limits=limits)

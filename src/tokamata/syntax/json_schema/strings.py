@@ -1,0 +1,232 @@
+"""String contents: ECMA-262 patterns with search semantics, lengths in code points, and
+character-level regexes lowered to JSON-escaped bytes.
+
+Invariants:
+- Every expression built here matches the *content* of a JSON string (the bytes between the
+  quotes) and is closed under spelling: it is :func:`lexemes.json_char` substituted into a
+  character-level language, so any escape of a character is accepted wherever the character
+  is, and AND/DIFF of such expressions are exact on decoded strings.
+- ``pattern`` has JSON Schema semantics: ECMA-262 syntax, unanchored (``re.search``-like) unless
+  a top-level alternative starts with ``^`` / ends with ``$``; ``$`` matches only at the very
+  end (no trailing-newline exception). ECMA classes are translated before Python's parser sees
+  them: ``\\d`` ``\\w`` are ASCII, ``\\s`` is ECMA's white space and line terminators, ``.``
+  excludes ``\\n \\r \\u2028 \\u2029``. Syntax ECMA has and Python's ``re`` lacks (``\\p{..}``,
+  ``\\cX`` ...) is translated or refused with :class:`Unsupported` naming the pattern.
+- Nothing here counts grammar symbols; regex sizes are bounded by ``Limits`` in the parser.
+"""
+
+from __future__ import annotations
+
+from ...automata import derivatives as d
+from ...errors import InvalidSyntax, SchemaError, Unsupported
+from ...limits import Limits
+from ...syntax import regex as ast
+from . import lexemes as lx
+
+__all__ = ["lower_json", "char_regex", "pattern_content", "length_content", "ANY_CONTENT", "name_accepts"]
+
+ANY_CONTENT = d.repeat(lx.ANY_CHAR, 0, d.UNBOUNDED)
+_ECMA_SPACE = ("\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
+               "\\u3000\\ufeff")
+_DOT = "[^\\n\\r\\u2028\\u2029]"
+
+
+def lower_json(node: ast.Node) -> d.Expr:
+    """A character-level regex AST as JSON string content (every spelling of every match)."""
+    if isinstance(node, ast.Chars):
+        return lx.json_char(node.charset)
+    if isinstance(node, ast.Concat):
+        return d.concat_all(lower_json(item) for item in node.items)
+    if isinstance(node, ast.Alternation):
+        return d.alternation(*(lower_json(option) for option in node.options))
+    if isinstance(node, ast.Repeat):
+        high = d.UNBOUNDED if node.high == ast.UNBOUNDED else node.high
+        return d.repeat(lower_json(node.item), node.low, high)
+    raise TypeError(f"not a regex AST node: {node!r}")  # pragma: no cover
+
+
+def char_regex(pattern: str, limits: Limits) -> d.Expr:
+    """A Python regex of our own (full match) as JSON string content."""
+    return lower_json(ast.parse_regex(pattern, limits))
+
+
+def length_content(low: int, high: int | None) -> d.Expr:
+    """Contents of ``low`` to ``high`` code points (``None``: no upper bound)."""
+    return d.repeat(lx.ANY_CHAR, low, d.UNBOUNDED if high is None else high)
+
+
+def pattern_content(pattern: str, pointer: str, limits: Limits) -> d.Expr:
+    """Contents in which the ECMA-262 ``pattern`` finds a match (JSON Schema semantics)."""
+    if not isinstance(pattern, str):
+        raise SchemaError(f"pattern at {pointer} must be a string, got {pattern!r}")
+    options = []
+    for text, anchored_start, anchored_end in _split_top_level(pattern, pointer):
+        translated = _translate(text, pattern, pointer)
+        try:
+            node = ast.parse_regex("(?a)" + translated if translated else "", limits)
+        except Unsupported as error:
+            raise Unsupported(f"pattern {pattern!r} at {pointer}: {error.feature}") from None
+        except InvalidSyntax as error:
+            raise SchemaError(f"invalid pattern {pattern!r} at {pointer}: {error.message}") from None
+        expr = lower_json(node)
+        if not anchored_start:
+            expr = d.concat(ANY_CONTENT, expr)
+        if not anchored_end:
+            expr = d.concat(expr, ANY_CONTENT)
+        options.append(expr)
+    return d.alternation(*options)
+
+
+def _split_top_level(pattern: str, pointer: str) -> list[tuple[str, bool, bool]]:
+    """Top-level alternatives of ``pattern``, each with its ``^`` / ``$`` stripped."""
+    options: list[str] = []
+    depth, in_class, start, i = 0, False, 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if pattern.startswith("[^]", i) or pattern.startswith("[]", i):
+                i += 1  # ECMA: "[]" / "[^]" close at once; the translator rewrites them
+                if pattern[i] == "^":
+                    i += 1
+                in_class = False
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            options.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    options.append(pattern[start:])
+    result = []
+    for option in options:
+        anchored_start = option.startswith("^")
+        if anchored_start:
+            option = option[1:]
+        anchored_end = option.endswith("$") and not _escaped(option, len(option) - 1)
+        if anchored_end:
+            option = option[:-1]
+        result.append((option, anchored_start, anchored_end))
+    return result
+
+
+def _escaped(text: str, index: int) -> bool:
+    count = 0
+    while index - 1 - count >= 0 and text[index - 1 - count] == "\\":
+        count += 1
+    return count % 2 == 1
+
+
+def _translate(text: str, whole: str, pointer: str) -> str:
+    """ECMA-262 regex syntax -> Python ``re`` syntax with the same meaning (under ``(?a)``)."""
+    out: list[str] = []
+    in_class = False
+    i = 0
+    n = len(text)
+
+    def refuse(feature: str) -> Unsupported:
+        return Unsupported(f"pattern {whole!r} at {pointer}: {feature}")
+
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            if i + 1 >= n:
+                raise SchemaError(f"invalid pattern {whole!r} at {pointer}: trailing backslash")
+            e = text[i + 1]
+            i += 2
+            if e == "s":
+                out.append(_ECMA_SPACE if in_class else "[" + _ECMA_SPACE + "]")
+            elif e == "S":
+                if in_class:
+                    raise refuse("\\S inside a character class")
+                out.append("[^" + _ECMA_SPACE + "]")
+            elif e in "dDwWbBnrtfv":
+                out.append("\\" + e)
+            elif e == "c" and i < n and text[i].isalpha():
+                out.append("\\x%02x" % (ord(text[i]) % 32))
+                i += 1
+            elif e == "u" and i < n and text[i] == "{":
+                end = text.find("}", i)
+                if end < 0:
+                    raise SchemaError(f"invalid pattern {whole!r} at {pointer}: bad \\u{{...}}")
+                out.append("\\U%08x" % int(text[i + 1:end], 16))
+                i = end + 1
+            elif e == "u":
+                out.append("\\u" + text[i:i + 4])
+                i += 4
+            elif e == "x":
+                out.append("\\x" + text[i:i + 2])
+                i += 2
+            elif e == "0" and not (i < n and text[i].isdigit()):
+                out.append("\\x00")
+            elif e in "pP":
+                raise refuse(f"Unicode property escape \\{e}")
+            elif e == "k":
+                raise refuse("backreference")
+            elif e.isdigit():
+                if in_class:
+                    raise refuse(f"escape \\{e} in a class")
+                raise refuse("backreference")
+            elif e.isalnum():
+                raise SchemaError(f"invalid pattern {whole!r} at {pointer}: unknown escape \\{e}")
+            else:
+                out.append("\\" + e)
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            elif c == "[":
+                out.append("\\[")
+                i += 1
+                continue
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            if text.startswith("[^]", i):
+                out.append("[\\s\\S]")
+                i += 3
+                continue
+            if text.startswith("[]", i):
+                raise refuse("empty class []")
+            in_class = True
+            out.append(c)
+            i += 1
+            if i < n and text[i] == "^":
+                out.append("^")
+                i += 1
+            if i < n and text[i] == "]":
+                raise refuse("empty class []")
+            continue
+        if c == ".":
+            out.append(_DOT)
+        elif text.startswith("(?<", i) and not text.startswith("(?<=", i) and not text.startswith("(?<!", i):
+            out.append("(?P<")
+            i += 3
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def name_accepts(language: d.Expr, name: str) -> bool:
+    """Whether the JSON string ``name`` (spelled as ``json.dumps`` does) is in ``language``
+    (a whole-string language, quotes included); by closure under spelling, this decides
+    membership of the string whatever its spelling."""
+    import json
+
+    node = language
+    for byte in json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass"):
+        node = d.derivative(node, byte)
+        if node is d.NOTHING:
+            return False
+    return node.nullable
+

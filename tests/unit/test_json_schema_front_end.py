@@ -1,0 +1,447 @@
+"""The JSON Schema front end: tables of (schema, valid instances, invalid instances).
+
+Oracles: ``jsonschema`` (draft 2020-12 unless the schema says otherwise) decides every table
+row whose schema it can judge; the grammar is checked with a small Earley recognizer over
+the IR (bytes, terminals lexed where their expression accepts), and, for a sample, with the
+real engine and the Llama 3 tokenizer token by token. Format rows follow the RFCs (the
+``jsonschema`` format checker needs optional packages for several of them).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from decimal import Decimal
+
+import jsonschema
+import pytest
+
+import tokamata
+from tokamata.automata import derivatives as d
+from tokamata.grammar.ir import Grammar, is_terminal, nonterminal_index
+from tokamata.syntax.json_schema import schema_to_grammar, embed_grammar
+from tokamata.syntax.json_schema import lexemes as lx
+from tokamata.syntax.json_schema import numbers as nm
+
+
+# -- a reference recognizer -----------------------------------------------------------------
+def recognize(grammar: Grammar, data: bytes) -> bool:
+    """Earley over bytes; a terminal may end wherever its expression accepts (no epsilon
+    rules: the JSON Schema front end never makes them)."""
+    by_lhs: dict[int, list[int]] = {}
+    for i, rule in enumerate(grammar.rules):
+        by_lhs.setdefault(rule.lhs, []).append(i)
+    n = len(data)
+    chart: list[set] = [set() for _ in range(n + 1)]
+    agenda: list[list] = [[] for _ in range(n + 1)]
+
+    def add(pos: int, item: tuple) -> None:
+        if item not in chart[pos]:
+            chart[pos].add(item)
+            agenda[pos].append(item)
+
+    def ends(t: int, pos: int) -> list[int]:
+        found, node, j = [], grammar.terminals[t].expr, pos
+        while True:
+            if node.nullable and j > pos:
+                found.append(j)
+            if j == n:
+                return found
+            node = d.derivative(node, data[j])
+            if node is d.NOTHING:
+                return found
+            j += 1
+
+    for r in by_lhs.get(grammar.start, []):
+        add(0, (r, 0, 0))
+    for pos in range(n + 1):
+        done: set = set()
+        while agenda[pos]:
+            r, dot, origin = agenda[pos].pop()
+            rhs = grammar.rules[r].rhs
+            if dot == len(rhs):
+                lhs = grammar.rules[r].lhs
+                if (lhs, origin) in done:
+                    continue
+                done.add((lhs, origin))
+                for r2, dot2, origin2 in list(chart[origin]):
+                    rhs2 = grammar.rules[r2].rhs
+                    if dot2 < len(rhs2) and not is_terminal(rhs2[dot2]) and nonterminal_index(rhs2[dot2]) == lhs:
+                        add(pos, (r2, dot2 + 1, origin2))
+                continue
+            symbol = rhs[dot]
+            if is_terminal(symbol):
+                for j in ends(symbol, pos):
+                    add(j, (r, dot + 1, origin))
+            else:
+                for r2 in by_lhs.get(nonterminal_index(symbol), []):
+                    add(pos, (r2, 0, pos))
+    return any(origin == 0 and grammar.rules[r].lhs == grammar.start and dot == len(grammar.rules[r].rhs)
+               for r, dot, origin in chart[n])
+
+
+def compact(value) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def oracle_valid(schema, value) -> bool:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(value)
+
+
+# -- tables ---------------------------------------------------------------------------------
+# (schema, valid values, invalid values); every row is checked against jsonschema too
+TABLE = [
+    ({"type": "string"}, ["", "a", "é\"\\\n😀"], [1, None, [], {}]),
+    ({"type": "integer"}, [0, -3, 10 ** 30, 1.0], [1.5, "1", True]),
+    ({"type": "number"}, [0, -3.25, 1e-7, 2.5e20], ["1", None]),
+    ({"type": ["null", "boolean"]}, [None, True, False], [0, ""]),
+    ({"enum": ["a", 1, None, [1, 2], {"k": "v"}]}, ["a", 1, 1.0, None, [1, 2], {"k": "v"}],
+     ["b", 2, [1], [1, 2, 3], {"k": "w"}, {"k": "v", "x": 1}]),
+    ({"const": {"a": [1, {"b": None}]}}, [{"a": [1, {"b": None}]}], [{"a": [1, {"b": 0}]}, {"a": [1]}]),
+    ({"type": "integer", "minimum": -5, "exclusiveMaximum": 12}, [-5, 0, 11, 7.0], [-6, 12, 13, 100]),
+    ({"type": "number", "minimum": 0.25, "maximum": 1.5}, [0.25, 0.5, 1, 1.5, 1.25], [0.24, 1.51, 2, -1]),
+    ({"type": "number", "exclusiveMinimum": 0}, [0.001, 1, 100], [0, -0.5]),
+    ({"type": "integer", "minimum": 12345678901234567890}, [12345678901234567890, 10 ** 21],
+     [12345678901234567889, 0]),
+    ({"type": "integer", "multipleOf": 7}, [0, 7, -14, 700], [1, 15, -8]),
+    ({"type": "number", "multipleOf": 0.25}, [0, 0.25, 1.5, -2.75], [0.1, 1.3]),
+    ({"type": "integer", "multipleOf": 3, "minimum": 10, "maximum": 20}, [12, 15, 18], [9, 10, 21, 13]),
+    ({"type": "string", "minLength": 2, "maxLength": 3}, ["ab", "abc", "é😀"], ["a", "abcd", ""]),
+    ({"type": "string", "pattern": "^[a-z]+\\d$"}, ["ab1", "z9"], ["ab", "1", "Ab1"]),
+    ({"type": "string", "pattern": "cat"}, ["cat", "concatenate"], ["dog", "ca t"]),
+    ({"type": "string", "pattern": "^a|b$"}, ["abc", "xxb", "ab"], ["ba", "c"]),
+    ({"type": "string", "pattern": "^\\w+$", "maxLength": 4}, ["ab_1", "x"], ["ab-1", "abcde"]),
+    ({"pattern": "^x"}, ["xy", 1, None, {}], ["y"]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+      "required": ["a"]},
+     [{"a": 1}, {"a": 1, "b": "x"}, {"a": 1, "b": "x", "c": [True]}, {"a": 1, "z": None}],
+     [{}, {"b": "x"}, {"a": "1"}, {"a": 1, "b": 2}]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+     [{}, {"a": 1}], [{"b": 1}, {"a": 1, "b": 2}]),
+    ({"type": "object", "additionalProperties": {"type": "number"}, "minProperties": 1, "maxProperties": 2},
+     [{"x": 1}, {"x": 1, "y": 2.5}], [{}, {"x": "1"}, {"x": 1, "y": 2, "z": 3}]),
+    ({"type": "object", "patternProperties": {"^s_": {"type": "string"}, "^n_": {"type": "number"}},
+      "additionalProperties": False},
+     [{"s_a": "x", "n_b": 1}, {}], [{"s_a": 1}, {"n_b": "x"}, {"other": 1}]),
+    ({"type": "object", "properties": {"s_1": {"minLength": 2}}, "patternProperties": {"^s_": {"type": "string"}}},
+     [{"s_1": "ab"}, {"s_1": "ab", "s_2": "x"}], [{"s_1": "a"}, {"s_1": 12}, {"s_1": "ab", "s_2": 1}]),
+    ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}, [{}, {"abc": 1}], [{"aB": 1}, {"1": 2}]),
+    ({"dependentRequired": {"a": ["b"]}}, [{}, {"b": 1}, {"a": 1, "b": 2}], [{"a": 1}]),
+    ({"dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}},
+     [{"a": 1}, {"b": 2}, {"a": 1, "b": "x"}], [{"a": 1, "b": 2}]),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+     [[1], [1, 2, 3]], [[], [1, 2, 3, 4], ["a"]]),
+    ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "null"}], "items": False},
+     [[], ["a"], ["a", None]], [[1], ["a", 1], ["a", None, 1]]),
+    ({"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "number"}},
+     [["a", 1, 2.5], ["a"]], [["a", "b"], [1]]),
+    ({"type": "array", "contains": {"type": "string"}}, [["a"], [1, "a", 2]], [[], [1, 2]]),
+    ({"type": "array", "contains": {"type": "string"}, "minContains": 2, "maxContains": 3},
+     [["a", "b"], ["a", 1, "b", "c"]], [["a"], ["a", "b", "c", "d"]]),
+    ({"$defs": {"pos": {"type": "integer", "minimum": 1}}, "type": "array", "items": {"$ref": "#/$defs/pos"}},
+     [[1, 2]], [[0], [1, -1]]),
+    ({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+                                                         "next": {"$ref": "#/$defs/node"}},
+                         "required": ["v"], "additionalProperties": False}},
+      "$ref": "#/$defs/node"},
+     [{"v": 1}, {"v": 1, "next": {"v": 2, "next": {"v": 3}}}], [{"v": 1, "next": {}}, {"v": "1"}]),
+    ({"anyOf": [{"type": "string", "maxLength": 1}, {"type": "integer", "minimum": 10}]},
+     ["", "a", 10, 99], ["ab", 9, None]),
+    ({"allOf": [{"type": "integer"}, {"minimum": 2}, {"maximum": 4}]}, [2, 3, 4], [1, 5, 2.5]),
+    ({"allOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"a": {"minimum": 3}}}]},
+     [{"a": 3}, {}], [{"a": 2}, {"a": "x"}]),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, [1, 2.5, "x"], [2, 3]),
+    ({"oneOf": [{"properties": {"k": {"const": "a"}, "x": {"type": "integer"}}, "required": ["k"]},
+                {"properties": {"k": {"const": "b"}, "x": {"type": "string"}}, "required": ["k"]}],
+      "type": "object"},
+     [{"k": "a", "x": 1}, {"k": "b", "x": "s"}], [{"k": "a", "x": "s"}, {"k": "c"}, {}]),
+    ({"not": {"type": "string"}}, [1, None, [], {}], ["", "x"]),
+    ({"type": "string", "not": {"enum": ["a", "b"]}}, ["c", "", "ab"], ["a", "b"]),
+    ({"type": "integer", "not": {"multipleOf": 2}}, [1, -3], [0, 2]),
+    ({"type": "object", "not": {"required": ["a"]}}, [{}, {"b": 1}], [{"a": 1}]),
+    ({"if": {"properties": {"t": {"const": "n"}}, "required": ["t"]},
+      "then": {"properties": {"v": {"type": "number"}}},
+      "else": {"properties": {"v": {"type": "string"}}}, "type": "object"},
+     [{"t": "n", "v": 1}, {"t": "s", "v": "x"}, {"v": "x"}], [{"t": "n", "v": "x"}, {"v": 1}]),
+    ({"type": "array", "maxItems": 1, "uniqueItems": True}, [[], [1]], [[1, 1]]),
+    (True, [1, "x", {"a": [None]}], []),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"a": {"type": "integer"}},
+      "properties": {"x": {"$ref": "#/definitions/a", "type": "string"}}},
+     [{"x": 1}], [{"x": "s"}]),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "maximum": 3,
+      "exclusiveMaximum": True}, [2], [3, 1.0]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "integer"}],
+      "additionalItems": False}, [[], [1]], [[1, 2], ["a"]]),
+    ({"$id": "https://example.com/root.json", "$defs": {"a": {"$id": "a.json", "type": "integer"}},
+      "$ref": "a.json"}, [1], ["x"]),
+    ({"$defs": {"a": {"$anchor": "num", "type": "number"}}, "items": {"$ref": "#num"}}, [[1.5]], [["x"]]),
+]
+
+FORMATS = [
+    ("date", ["2020-02-29", "1999-12-31"], ["2021-02-29", "2020-13-01", "2020-1-01"]),
+    ("time", ["08:30:06Z", "23:59:60Z", "15:59:60-08:00", "12:00:00.5+01:30"], ["24:00:00Z", "22:59:60Z", "12:00:00"]),
+    ("date-time", ["1963-06-19T08:30:06.283185Z", "1963-06-19t08:30:06z"], ["1963-06-19 08:30:06Z"]),
+    ("duration", ["P4DT12H30M5S", "P2W", "PT1M"], ["P", "PT", "P1Y2W", "PT1H2S"]),
+    ("email", ["joe.bloggs@example.com", '"joe bloggs"@example.com', "a@[127.0.0.1]"], ["2962", "a..b@c.d"]),
+    ("hostname", ["www.example.com", "a-b.c"], ["-a.com", "a_b", "a" * 64 + ".com"]),
+    ("ipv4", ["192.168.0.1", "0.0.0.0"], ["256.1.1.1", "01.1.1.1", "1.1.1"]),
+    ("ipv6", ["::1", "1:2:3:4:5:6:7:8", "::ffff:192.168.0.1"], ["1::2::3", "12345::", "1:2:3:4:5:6:7"]),
+    ("uuid", ["2EB8AA08-AA98-11EA-B4AA-73B441D16380"], ["2eb8aa08aa9811eab4aa73b441d16380"]),
+    ("uri", ["http://example.com/a?b#c", "urn:isbn:0451450523"], ["//example.com", "a b:c", "abc"]),
+    ("uri-reference", ["/a/b", "", "#f", "http://x.y"], ["\\\\server", "a b"]),
+]
+
+ERRORS = [
+    ({"$ref": "other.json"}, tokamata.Unsupported, "$ref at /$ref"),
+    ({"type": "array", "uniqueItems": True}, tokamata.Unsupported, "uniqueItems at /"),
+    ({"properties": {"a": {"format": "no-such-format"}}}, tokamata.Unsupported, "format at /properties/a"),
+    ({"format": "regex"}, tokamata.Unsupported, "format"),
+    ({"pattern": "\\p{L}"}, tokamata.Unsupported, "pattern"),
+    ({"pattern": "(a)\\1"}, tokamata.Unsupported, "backreference"),
+    ({"type": "strange"}, tokamata.SchemaError, "unknown type"),
+    ({"$ref": "#/$defs/missing"}, tokamata.SchemaError, "does not resolve"),
+    ({"minLength": -1}, tokamata.SchemaError, "minLength"),
+    ({"multipleOf": 0}, tokamata.SchemaError, "multipleOf"),
+    ({"type": "integer", "minimum": 5, "maximum": 4}, tokamata.SchemaError, "allows no JSON value"),
+    (False, tokamata.SchemaError, "allows no JSON value"),
+    ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, tokamata.SchemaError, "refers to itself"),
+    ({"not": {"patternProperties": {"a": {"type": "string"}}}}, tokamata.Unsupported, "not at /"),
+    ("{not json", tokamata.SchemaError, "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("schema,valid,invalid", TABLE, ids=[json.dumps(r[0])[:60] for r in TABLE])
+def test_table(schema, valid, invalid):
+    grammar, _ = schema_to_grammar(schema, approximate={"uniqueItems"} if schema == {} else ())
+    for value in valid:
+        assert oracle_valid(schema, value), f"table wrong: jsonschema rejects {value!r}"
+        assert recognize(grammar, compact(value)), (schema, value)
+    for value in invalid:
+        assert not oracle_valid(schema, value), f"table wrong: jsonschema accepts {value!r}"
+        assert not recognize(grammar, compact(value)), (schema, value)
+
+
+@pytest.mark.parametrize("name,valid,invalid", FORMATS, ids=[r[0] for r in FORMATS])
+def test_formats(name, valid, invalid):
+    grammar, _ = schema_to_grammar({"type": "string", "format": name})
+    for value in valid:
+        assert recognize(grammar, compact(value)), (name, value)
+    for value in invalid:
+        assert not recognize(grammar, compact(value)), (name, value)
+
+
+def test_format_spellings_and_ignored_formats():
+    grammar, _ = schema_to_grammar({"format": "date"})
+    assert recognize(grammar, b'"\\u0032020-02-29"')  # an escaped digit is a digit
+    assert recognize(grammar, b"5")  # formats constrain strings only
+    grammar, report = schema_to_grammar({"format": "whatever"}, ignore_unknown_formats=True)
+    assert recognize(grammar, b'"x"') and [a.kind for a in report] == ["format"]
+    grammar, report = schema_to_grammar({"format": "hostname"})
+    assert [a.kind for a in report] == ["format-subset"]
+
+
+@pytest.mark.parametrize("schema,error,fragment", ERRORS, ids=[str(r[0])[:40] for r in ERRORS])
+def test_errors(schema, error, fragment):
+    with pytest.raises(error) as info:
+        schema_to_grammar(schema)
+    assert fragment in str(info.value)
+
+
+def test_unsupported_names_keyword_and_pointer():
+    with pytest.raises(tokamata.Unsupported) as info:
+        schema_to_grammar({"properties": {"a/b": {"type": "array", "uniqueItems": True}}})
+    assert info.value.keyword == "uniqueItems" and info.value.pointer == "/properties/a~1b"
+
+
+# ECMA-262 semantics where Python's re (and so jsonschema) differs
+ECMA = [
+    ("^[a-z]+\\d$", ["ab1"], ["ab1\n"]),  # $ is the very end
+    ("^\\w+$", ["ab_1"], ["é"]),  # \w, \d are ASCII
+    ("^\\d$", ["1"], ["١"]),
+    ("^\\s$", [" ", "\u00a0", "\ufeff"], ["\x1c"]),
+    ("^.$", ["a", "é"], ["\n", "\r", "\u2028"]),
+    ("^[^]$", ["\n"], ["ab"]),
+    ("^(?<year>\\d{4})$", ["2024"], ["24"]),
+    ("^\\cJ$", ["\n"], ["J"]),
+    ("^\\u{1F600}$", ["😀"], ["x"]),
+]
+
+
+@pytest.mark.parametrize("pattern,valid,invalid", ECMA, ids=[r[0] for r in ECMA])
+def test_ecma_patterns(pattern, valid, invalid):
+    grammar, _ = schema_to_grammar({"type": "string", "pattern": pattern})
+    for value in valid:
+        assert recognize(grammar, compact(value)), (pattern, value)
+    for value in invalid:
+        assert not recognize(grammar, compact(value)), (pattern, value)
+
+
+def test_strings_accept_every_spelling():
+    grammar, _ = schema_to_grammar({"enum": ["é😀\"/"]})
+    for text in ['"é😀\\"/"', '"\\u00e9\\ud83d\\ude00\\u0022\\/"', '"\\u00E9😀\\"\\u002F"']:
+        assert recognize(grammar, text.encode()), text
+    grammar, _ = schema_to_grammar({"type": "string"})
+    for text in ['"\\ud800"', '"\\udc00\\ud800"', '"\x01"', '"\\x"', '"\\u12"']:
+        assert not recognize(grammar, text.encode()), text
+
+
+def test_number_spellings():
+    grammar, report = schema_to_grammar({"type": "number", "maximum": 10})
+    assert [a.kind for a in report] == ["number-notation"]
+    for text in [b"10", b"10.000", b"-0", b"-0.0", b"9.99999"]:
+        assert recognize(grammar, text), text
+    for text in [b"10.0001", b"1e1", b"01", b"1.", b"+1"]:
+        assert not recognize(grammar, text), text
+    grammar, report = schema_to_grammar({"type": "number"})
+    assert recognize(grammar, b"1e400") and not list(report)
+
+
+def test_strict_closes_objects():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    grammar, _ = schema_to_grammar(schema, strict=True)
+    assert recognize(grammar, b'{"a":1}') and not recognize(grammar, b'{"a":1,"b":2}')
+    grammar, _ = schema_to_grammar(schema)
+    assert recognize(grammar, b'{"a":1,"b":2}')
+
+
+@pytest.mark.parametrize("value", [{"a": [1, {"b": None}], "c": "d"}, [], {}, [[]], "x", {"k": {}}])
+def test_whitespace_styles(value):
+    schema = {"type": ["object", "array", "string"], "additionalProperties": True}
+    pretty = json.dumps(value, indent=2, ensure_ascii=False).encode()
+    loose = json.dumps(value, ensure_ascii=False).encode()
+    grammar, _ = schema_to_grammar(schema, whitespace="flexible")
+    assert recognize(grammar, compact(value)) and recognize(grammar, pretty) and recognize(grammar, loose)
+    assert recognize(grammar, b" " + compact(value) + b"\n")
+    grammar, _ = schema_to_grammar(schema, whitespace="pretty", approximate={"pretty-depth"})
+    assert recognize(grammar, pretty)
+    if pretty != compact(value):
+        assert not recognize(grammar, compact(value))
+    grammar, _ = schema_to_grammar(schema, whitespace="pretty", indent=4, approximate={"pretty-depth"})
+    assert recognize(grammar, json.dumps(value, indent=4, ensure_ascii=False).encode())
+
+
+def test_flexible_whitespace_is_bounded():
+    grammar, _ = schema_to_grammar({"type": "array"}, whitespace="flexible", max_whitespace=3)
+    assert recognize(grammar, b"[   1   ]") and not recognize(grammar, b"[    1]")
+
+
+def test_pretty_refuses_unbounded_nesting_unless_asked():
+    with pytest.raises(tokamata.Unsupported, match="pretty"):
+        schema_to_grammar({"type": "object"}, whitespace="pretty")
+
+
+def test_embed_grammar_renumbers():
+    grammar, _ = schema_to_grammar({"type": "integer"})
+    terminals, nonterminals, rules = [], ["outer"], []
+    symbol = embed_grammar(grammar, terminals, nonterminals, rules)
+    assert nonterminal_index(symbol) == grammar.start + 1 and len(terminals) == len(grammar.terminals)
+    assert all(r.lhs >= 1 for r in rules)
+
+
+# -- the automata pieces --------------------------------------------------------------------
+def _accepts(expr: d.Expr, text: str) -> bool:
+    for byte in text.encode():
+        expr = d.derivative(expr, byte)
+        if expr is d.NOTHING:
+            return False
+    return expr.nullable
+
+
+NUMBERS = ["0", "-0", "-0.0", "0.00", "1", "10", "9.99", "100.000", "-1", "-9.5", "0.05", "-0.05", "123",
+           "0.5", "1.25", "-123.4", "12.5", "7", "1.4", "2.75", "1000", "0.125", "-0.375"]
+
+
+@pytest.mark.parametrize("bound", ["0", "1", "-1", "9.5", "-9.5", "10", "0.05", "-0.05", "123", "1.25"])
+def test_number_bounds_are_exact(bound):
+    b = Decimal(bound)
+    for strict in (False, True):
+        low = d.intersection(nm.at_least(b, strict, tokamata.Limits()), lx.PLAIN_NUMBER)
+        high = d.intersection(nm.at_most(b, strict, tokamata.Limits()), lx.PLAIN_NUMBER)
+        for text in NUMBERS:
+            x = Decimal(text)
+            assert _accepts(low, text) == (x > b if strict else x >= b), (bound, strict, text)
+            assert _accepts(high, text) == (x < b if strict else x <= b), (bound, strict, text)
+
+
+@pytest.mark.parametrize("step", ["3", "0.5", "0.01", "2.5", "0.7", "0.125"])
+def test_multiple_of_is_exact(step):
+    expr = nm.multiple_of(Decimal(step), tokamata.Limits())
+    for text in NUMBERS:
+        assert _accepts(expr, text) == (Decimal(text) % Decimal(step) == 0), (step, text)
+
+
+def test_intersection_and_difference_keep_nonempty_invariant():
+    a = lx.literal("ab")
+    assert d.intersection(a, lx.literal("ac")) is d.NOTHING
+    assert d.difference(a, a) is d.NOTHING
+    star = d.repeat(d.byte_set(1 << 97), 0, d.UNBOUNDED)
+    even = d.repeat(lx.literal("aa"), 0, d.UNBOUNDED)
+    odd = d.difference(star, even)
+    assert _accepts(odd, "aaa") and not _accepts(odd, "aaaa")
+    assert d.intersection(odd, even) is d.NOTHING
+    with pytest.raises(tokamata.LimitExceeded):
+        big = d.repeat(d.byte_set(1 << 97), 0, 5000)
+        d.intersection(big, lx.literal("b"), limits=tokamata.Limits(max_dfa_states=10)) and \
+            d.difference(big, d.repeat(d.byte_set(1 << 97), 0, 4999), limits=tokamata.Limits(max_dfa_states=10))
+
+
+# -- with the engine and a real tokenizer ---------------------------------------------------
+ENGINE_SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                      "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                                      "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3}},
+     "required": ["name"], "additionalProperties": False},
+    {"type": "array", "items": {"type": "string", "format": "date"}, "minItems": 1},
+    {"anyOf": [{"type": "number", "multipleOf": 0.5}, {"type": "string", "pattern": "^[A-Z]{2}\\d+$"}]},
+]
+ENGINE_VALUES = [
+    ({"name": "Zoë", "age": 41, "tags": ["a", "b"]}, {"name": "Al"}),
+    (["2024-02-29", "1999-01-31"],),
+    (2.5, -10, "AB12"),
+]
+ENGINE_INVALID = [
+    [{"name": "Bob", "age": 151}, {"age": 3}, {"name": "x", "tags": ["c"]}, {"name": "123456789"}],
+    [[], ["2023-02-29"]],
+    [0.3, "ab12"],
+]
+
+
+def test_engine_with_llama3():
+    from real_tokenizers import llama3
+
+    tokenizer = llama3()
+    vocab = tokenizer.vocab
+    if not hasattr(tokamata, "compile_grammar_ir"):
+        pytest.skip("the grammar engine is not available")
+    for schema, values, invalid in zip(ENGINE_SCHEMAS, ENGINE_VALUES, ENGINE_INVALID):
+        grammar, _ = schema_to_grammar(schema)
+        constraint = tokamata.compile_grammar_ir(grammar, vocab)
+        for value in values:
+            matcher = constraint.matcher()
+            for token in tokenizer.encode(compact(value).decode()):
+                assert token in set(matcher.allowed_tokens().tolist()), (value, vocab.token_bytes[token])
+                assert matcher.consume(token)
+            assert matcher.is_accepting(), value
+        for value in invalid:
+            matcher = constraint.matcher()
+            ok = all(matcher.consume(t) for t in tokenizer.encode(compact(value).decode()))
+            assert not (ok and matcher.is_accepting()), value
+        rng = random.Random(3)
+        eos = set(vocab.eos_token_ids)
+        for _ in range(6):
+            matcher = constraint.matcher()
+            out = b""
+            for step in range(80):
+                allowed = matcher.allowed_tokens().tolist()
+                if eos & set(allowed) and (step > 20 or rng.random() < 0.2):
+                    break
+                choices = [t for t in allowed if t not in eos]
+                if not choices:
+                    break
+                short = [t for t in choices if len(vocab.token_bytes[t]) <= 3] or choices
+                token = rng.choice(short if rng.random() < 0.8 else choices)
+                assert matcher.consume(token)
+                out += vocab.token_bytes[token]
+            if matcher.is_accepting():
+                assert oracle_valid(schema, json.loads(out)), out
