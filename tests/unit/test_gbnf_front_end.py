@@ -1,7 +1,8 @@
 """The GBNF front end: tables of grammars with sentences accepted and rejected, checked by a
-small Earley recognizer over the IR (the test oracle), for both the inlined mapping
-``parse_gbnf`` produces and the plain one (every literal, class and ``.`` a terminal);
-tables of errors with their line and column; limits; token elements.
+small Earley recognizer over the IR (the test oracle), for the mapping ``parse_gbnf``
+produces and the two others the module has (``plain``: every literal, class and ``.`` a
+terminal; ``maximal``: every regular piece one terminal); tables of errors with their line
+and column; limits; token elements; the engine end to end.
 
 The grammars below are written for these tests in the style of llama.cpp's examples (JSON,
 arithmetic, a list of items, chess moves); none is copied.
@@ -272,9 +273,7 @@ def _mutations(text: str, alphabet: str, rng: random.Random, count: int) -> list
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_language(case: Case) -> None:
-    grammar = parse_gbnf(case.text, None, LIMITS, start=case.start)
-    plain = _parse(case.text, None, LIMITS, case.start, inline_regular=False)
-    for mapping, g in (("inlined", grammar), ("plain", plain)):
+    for mapping, g in _mappings(case).items():
         for text in case.accepted:
             assert accepts(g, text), f"{mapping} mapping should accept {text!r}"
         for text in case.rejected:
@@ -286,38 +285,54 @@ def test_language(case: Case) -> None:
             assert not re.fullmatch(case.regex, text, re.S), f"table regex accepts {text!r}"
 
 
+def _mappings(case: Case) -> dict[str, Grammar]:
+    return {"shared": parse_gbnf(case.text, None, LIMITS, start=case.start),
+            "plain": _parse(case.text, None, LIMITS, case.start, mode="plain"),
+            "maximal": _parse(case.text, None, LIMITS, case.start, mode="maximal")}
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_inlined_and_plain_mappings_agree(case: Case) -> None:
-    """Near misses of the table's sentences: inlining regular pieces changes nothing (and
-    both agree with the table's regex when there is one)."""
-    grammar = parse_gbnf(case.text, None, LIMITS, start=case.start)
-    plain = _parse(case.text, None, LIMITS, case.start, inline_regular=False)
+def test_mappings_agree(case: Case) -> None:
+    """Near misses of the table's sentences: how regular pieces are cut into terminals
+    changes nothing (and the mappings agree with the table's regex when there is one)."""
+    mappings = _mappings(case)
+    grammar = mappings.pop("shared")
     alphabet = "".join(sorted(set("".join(case.accepted + case.rejected)))) or "a"
     rng = random.Random(case.name)
     for text in case.accepted + case.rejected:
         for mutant in _mutations(text, alphabet, rng, 8):
             verdict = accepts(grammar, mutant)
-            assert verdict == accepts(plain, mutant), mutant
+            for name, other in mappings.items():
+                assert verdict == accepts(other, mutant), (name, mutant)
             if case.regex is not None:
                 assert verdict == bool(re.fullmatch(case.regex, mutant, re.S)), mutant
 
 
 # ------------------------------------------------------------------------------- structure
 
-def test_regular_grammar_is_one_terminal() -> None:
-    g = parse_gbnf(CHESS, None, LIMITS)
+def test_regular_rules_used_once_are_inlined() -> None:
+    g = parse_gbnf(ITEM_LIST, None, LIMITS)
     assert len(g.terminals) == 1 and g.nonterminals == ("root",)
     assert [rule.rhs for rule in g.rules] == [(0,)]
 
 
-def test_recursive_rules_stay_nonterminals_and_regular_rules_are_inlined() -> None:
+def test_regular_rules_used_often_are_shared_terminals() -> None:
+    g = parse_gbnf(CHESS, None, LIMITS)
+    assert {t.name for t in g.terminals} == {'"1. "', "move", '" "', '"\\n"', '[1-9] [0-9]? ". "'}
+    assert g.nonterminals[0] == "root" and not {"move", "pawn", "nonpawn", "castle"} & set(g.nonterminals)
+    maximal = _parse(CHESS, None, LIMITS, "root", mode="maximal")
+    assert len(maximal.terminals) == 1 and maximal.nonterminals == ("root",)
+
+
+def test_recursive_rules_stay_nonterminals() -> None:
     g = parse_gbnf(JSON_LIKE, None, LIMITS)
     names = set(g.nonterminals)
     assert {"root", "element", "value", "object", "member", "array"} <= names
     assert not names & {"string", "number", "space"}
+    terminals = {t.name for t in g.terminals}
+    assert {"string", "space"} <= terminals  # shared: used in several places
+    assert 'number | "true" | "false" | "null"' in terminals  # number is used once
     assert all(t.expr is not None and not t.expr.nullable for t in g.terminals)
-    # the regular alternatives of value (string | number | "true" | ...) are one terminal
-    assert any(t.name.startswith("string | number") for t in g.terminals)
 
 
 def test_nullable_regular_start_rule() -> None:

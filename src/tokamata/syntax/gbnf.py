@@ -19,11 +19,11 @@ Invariants:
   accepted (the engine is Earley).
 - Mapping: GBNF has no lexer, so any split of the text into lexemes is exact as long as every
   regular piece is a terminal (the engine lets a lexeme end wherever its terminal matches, and
-  there is no ``%ignore`` here). Every maximal regular piece becomes ONE terminal: a rule that
-  is not recursive and refers only to such rules is inlined as an expression, and so are runs
-  of regular items in a sequence and the regular alternatives of a rule or group. Only
-  recursion and tokens need BNF. A terminal never matches the empty string: a piece that can
-  be empty is used as ``piece_nonempty | ε``.
+  there is no ``%ignore`` here). Recursion and tokens need BNF; regular parts become terminals:
+  a non-recursive regular rule used once is inlined into its user, one used several times is
+  one shared terminal, and runs of regular items are one terminal (see :class:`_Lowering`).
+  A terminal never matches the empty string: a piece that can be empty is used as
+  ``piece_nonempty | ε``.
 - ``<[id]>`` and ``<text>`` are special-token terminals (one token id each); ``<text>`` is
   resolved through ``vocab.special_token_names`` first, then by the token's exact bytes, and
   must name exactly one id. Negated tokens ``!<...>`` (any one token but that one) raise
@@ -69,12 +69,12 @@ def parse_gbnf(text: str, vocab: Any, limits: Limits, *, start: str = "root") ->
     >>> [t.name for t in g.terminals], g.nonterminals
     (['"a"+ ("," "b")*'], ('root',))
     """
-    return _parse(text, vocab, limits, start, inline_regular=True)
+    return _parse(text, vocab, limits, start, mode="shared")
 
 
-def _parse(text: str, vocab: Any, limits: Limits, start: str, inline_regular: bool) -> Grammar:
-    """:func:`parse_gbnf`; ``inline_regular=False`` gives the plain mapping (each literal,
-    class and ``.`` a terminal, everything else BNF), which the tests compare against."""
+def _parse(text: str, vocab: Any, limits: Limits, start: str, mode: str) -> Grammar:
+    """:func:`parse_gbnf` with a choice of mapping (see :class:`_Lowering`); the tests check
+    that the three give the same language."""
     if not isinstance(text, str):
         raise InvalidSyntax(f"a GBNF grammar must be a str, got {type(text).__name__}")
     if len(text) > limits.max_pattern_length:
@@ -83,7 +83,7 @@ def _parse(text: str, vocab: Any, limits: Limits, start: str, inline_regular: bo
         parser = _Parser(text, vocab, limits)
         parser.parse()
         parser.check_references(start)
-        grammar = _Lowering(parser, start, limits, inline_regular).grammar()
+        grammar = _Lowering(parser, start, limits, mode).grammar()
     except RecursionError:
         raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
                             limits.max_nesting_depth) from None
@@ -501,20 +501,34 @@ def _regroup(node: _Node, start: int, end: int) -> _Node:
 # -------------------------------------------------------------------------------- lowering
 
 class _Lowering:
-    """AST -> IR. A rule is *regular* when it is not recursive (not in a cycle of references)
-    and refers only to regular rules and uses no token; a node is regular when everything
-    under it is. Regular nodes become byte expressions; the rest becomes BNF with helper
-    nonterminals ``__RULE_KIND_N`` (names GBNF cannot spell, since ``_`` is not a name
-    character). With ``inline_regular=False`` only literals, classes and ``.`` are terminals
-    (the plain mapping; the tests check both give the same language)."""
+    """AST -> IR. A rule is *regular* when it is not recursive (in no cycle of references),
+    uses no token and refers only to regular rules; a node is regular when everything under
+    it is. Regular pieces become byte expressions, the rest BNF with helper nonterminals
+    ``__RULE_KIND_N`` (GBNF cannot spell these names: ``_`` is not a name character).
 
-    def __init__(self, parser: _Parser, start: str, limits: Limits, inline_regular: bool):
+    ``mode`` chooses how large the terminals are (all three give the same language):
+
+    - ``"shared"`` (what :func:`parse_gbnf` uses): a regular rule referenced once is inlined
+      into its user; a regular rule referenced more than once is one terminal of its own,
+      shared by every reference, and a rule that uses it is BNF over it. Within BNF, runs of
+      regular items and the regular alternatives of a rule or group are one terminal when
+      they only inline rules. Shared terminals keep the lexer's states (and token rows)
+      shared too: inlining ``space ::= [ \t]{0,20}`` into each of 150 properties of a JSON
+      Schema grammar multiplies its states by 150 (10x the DFA states, measured), while
+      parsing work barely changes.
+    - ``"maximal"``: every regular rule is inlined everywhere; every maximal regular piece
+      is one terminal.
+    - ``"plain"``: only literals, classes and ``.`` are terminals.
+    """
+
+    def __init__(self, parser: _Parser, start: str, limits: Limits, mode: str):
         self.text = parser.text
         self.line_column = parser.line_column
         self.rules = parser.rules
         self.start = start
         self.limits = limits
-        self.inline = inline_regular
+        self.mode = mode
+        self._mergeable: dict[_Node, bool] = {}
         self.terminals: list[Terminal] = []
         self._terminal_index: dict[object, int] = {}
         self.nonterminals: list[str] = []
@@ -531,12 +545,20 @@ class _Lowering:
         self._rule_nonempty: dict[str, d.Expr] = {}
         self.current = start
         self.regular_rules: set[str] = set()
-        if inline_regular:
+        self._uses: dict[str, int] = {}
+        self._refs: dict[str, list[str]] = {}
+        self.terminal_rules: set[str] = set()  # regular rules that are one terminal
+        self.inlined_rules: set[str] = set()  # ... and are part of their (only) user's terminal
+        if mode != "plain":
             for name in self._regular_rules_in_order():  # callees before callers
                 self.regular_rules.add(name)
                 body = self.rules[name].body
                 self._rule_expr[name] = self.expr(body)
                 self._rule_nonempty[name] = self.nonempty(body)
+                if mode != "shared" or all(r in self.inlined_rules for r in self._refs[name]):
+                    self.terminal_rules.add(name)
+                    if mode != "shared" or self._uses.get(name, 0) <= 1:
+                        self.inlined_rules.add(name)
 
     def grammar(self) -> Grammar:
         self.rule_symbol(self.start)
@@ -571,7 +593,11 @@ class _Lowering:
                 elif isinstance(node, _Repeat):
                     stack.append(node.item)
             edges[name] = list(refs)
+            for node in _walk(definition.body):
+                if isinstance(node, _Ref):
+                    self._uses[node.name] = self._uses.get(node.name, 0) + 1
             has_token[name] = token
+        self._refs = edges
         regular: set[str] = set()
         order = []
         for component in _strongly_connected(edges):  # callees first
@@ -588,7 +614,7 @@ class _Lowering:
             return known
         if isinstance(node, _LEAVES):
             result = True
-        elif not self.inline or isinstance(node, _Token):
+        elif self.mode == "plain" or isinstance(node, _Token):
             result = False
         elif isinstance(node, _Ref):
             result = node.name in self.regular_rules
@@ -600,6 +626,16 @@ class _Lowering:
             result = self.regular(node.item)
         self._regular[node] = result
         return result
+
+    def mergeable(self, node: _Node) -> bool:
+        """May ``node`` be part of a terminal spanning several items or alternatives?"""
+        if self.mode == "plain":
+            return False
+        known = self._mergeable.get(node)
+        if known is None:
+            known = self._mergeable[node] = self.regular(node) and all(
+                n.name in self.inlined_rules for n in _walk(node) if isinstance(n, _Ref))
+        return known
 
     # -- regular nodes as expressions ----------------------------------------------------------
     def expr(self, node: _Node) -> d.Expr:
@@ -708,7 +744,7 @@ class _Lowering:
         flat: list[_Node] = []
         for option in options:
             flat.extend(_options(option))  # a group as a whole option: its options are ours
-        regular = [o for o in flat if self.inline and self.regular(o)]
+        regular = [o for o in flat if self.mergeable(o)]
         if regular:
             node = regular[0] if len(regular) == 1 else _Alt(regular[0].start, regular[-1].end, 0,
                                                               tuple(regular))
@@ -720,12 +756,13 @@ class _Lowering:
             if whole is not d.NOTHING:
                 self.emit(lhs, (self.terminal(whole, name, regular[0].start),), offset)
         for option in flat:
-            if not (self.inline and self.regular(option)):
+            if not self.mergeable(option):
                 self.emit(lhs, tuple(self.symbols(option)), option.start)
 
     def symbols(self, node: _Node) -> list[int]:
         """A sequence of symbols deriving exactly the strings of ``node``."""
-        if self.regular(node):
+        if (isinstance(node, _LEAVES) or self.mergeable(node)
+                or isinstance(node, _Ref) and node.name in self.terminal_rules):
             return self.regular_symbols(node)
         if isinstance(node, _Ref):
             return [self.rule_symbol(node.name)]
@@ -759,7 +796,7 @@ class _Lowering:
         out: list[int] = []
         run: list[_Node] = []
         for item in items + (None,):  # type: ignore[operator]
-            if item is not None and self.inline and self.regular(item):
+            if item is not None and self.mergeable(item):
                 run.append(item)
                 continue
             if run:
@@ -797,6 +834,22 @@ class _Lowering:
             self.emit(optional, (), node.start)
             tail = (optional,)
         return out + list(tail)
+
+
+def _walk(node: _Node) -> list[_Node]:
+    """``node`` and every node under it."""
+    out = []
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, _Seq):
+            stack.extend(node.items)
+        elif isinstance(node, _Alt):
+            stack.extend(node.options)
+        elif isinstance(node, _Repeat):
+            stack.append(node.item)
+    return out
 
 
 def _strongly_connected(edges: dict[str, list[str]]) -> list[list[str]]:
