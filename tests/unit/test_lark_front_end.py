@@ -22,7 +22,7 @@ from lark.load_grammar import _literal_to_pattern
 from grammar_samples import GRAMMAR_NAMES, SentenceGenerator, grammar_text
 from naive_grammar import accepts, matches
 from tokamata.automata import derivatives as d
-from tokamata.errors import InvalidSyntax, LimitExceeded, TokamataError, Unsupported
+from tokamata.errors import InvalidArgument, InvalidSyntax, LimitExceeded, TokamataError, Unsupported
 from tokamata.grammar.ir import Grammar, is_terminal, nonterminal_index
 from tokamata.limits import Limits
 from tokamata.syntax.grammar_builder import GrammarBuilder
@@ -320,7 +320,7 @@ def test_start_parameter() -> None:
     assert accepts(g, b"ba") and not accepts(g, b"a")
     with pytest.raises(InvalidSyntax, match="start rule 'nope' is not defined"):
         parse('start: "a"', start="nope")
-    with pytest.raises(InvalidSyntax, match="must be a rule name"):
+    with pytest.raises(InvalidArgument, match="must be a rule name"):
         parse('start: "a"', start="START")
 
 
@@ -551,3 +551,18 @@ def test_every_symbol_in_the_result_is_in_range() -> None:
     for rule in g.rules:
         for s in rule.rhs:
             assert (s < len(g.terminals)) if is_terminal(s) else nonterminal_index(s) < len(g.nonterminals)
+
+
+# ------------------------------------------------------------------------- through the engine
+
+
+def test_special_tokens_and_text_until_through_the_engine() -> None:
+    import tokamata
+    vocab = Vocabulary.from_token_bytes([bytes([i]) for i in range(128)] + [None, None], [128],
+                                        special_tokens={"<|eot|>": 129})
+    matcher = tokamata.compile_grammar('start: "<a>" %text_until "</a>" <|eot|>', vocab).matcher()
+    for byte in b"<a>x</a":
+        assert matcher.consume(byte)
+    assert matcher.consume(ord(">"))
+    assert list(matcher.allowed_tokens()) == [129]  # only the special token, never its text
+    assert matcher.consume(129) and matcher.is_accepting()

@@ -55,10 +55,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..automata import derivatives as d
 from ..automata.lower import lower
-from ..errors import InvalidSyntax, LimitExceeded, Unsupported
+from ..errors import InvalidArgument, InvalidSyntax, LimitExceeded, Unsupported
 from ..grammar.ir import Grammar
 from ..limits import Limits
 from .grammar_builder import GrammarBuilder
@@ -67,10 +68,13 @@ from .lark_syntax import (UNBOUNDED, Alt, Definition, Ignore, Import, Json, Lite
                           Seq, Source, Span, Special, TextUntil, parse_statements)
 from .regex import parse_regex
 
+if TYPE_CHECKING:
+    from ..vocab import Vocabulary
+
 __all__ = ["parse_lark"]
 
 
-def parse_lark(text: str, vocab: object, limits: Limits, *, start: str = "start") -> Grammar:
+def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: str = "start") -> Grammar:
     """Compile Lark grammar ``text`` to the grammar IR, starting at rule ``start``.
 
     ``vocab`` (a :class:`tokamata.Vocabulary`, or ``None`` for grammars without special
@@ -92,11 +96,10 @@ class _TerminalDef:
     span: Span
     body: Node | None  # None: imported from common
     common: str = ""
-    imported_as: str = ""
 
 
 class _Lowering:
-    def __init__(self, source: Source, vocab: object, limits: Limits) -> None:
+    def __init__(self, source: Source, vocab: Vocabulary | None, limits: Limits) -> None:
         self.source = source
         self.vocab = vocab
         self.limits = limits
@@ -140,7 +143,7 @@ class _Lowering:
             self.ignore(statement)
         if start not in self.rules:
             if not re.fullmatch(r"_?[a-z][_a-z0-9]*", start):
-                raise InvalidSyntax(f"the start symbol must be a rule name (lowercase), got {start!r}")
+                raise InvalidArgument(f"the start symbol must be a rule name (lowercase), got {start!r}")
             raise self.source.error(f"the start rule {start!r} is not defined", (0, min(1, len(self.source.text))))
         return b.build(b.nonterminal(start))
 
@@ -170,7 +173,7 @@ class _Lowering:
                     continue  # the same import twice
                 raise self.source.error(f"terminal {local!r} is defined more than once (first at "
                                         f"{self.source.where(existing.span)})", span)
-            self.terminals[local] = _TerminalDef(span, None, name, local)
+            self.terminals[local] = _TerminalDef(span, None, name)
 
     def change(self, statement: Definition) -> None:
         verb = "%" + statement.mode
@@ -249,13 +252,12 @@ class _Lowering:
         if vocab is None:
             raise self.source.error(f"special token {node.raw} needs a vocabulary", node.span)
         if node.name is not None:
-            names = getattr(vocab, "special_token_names", {})
-            ids = names.get(node.name)
+            ids = vocab.special_token_names.get(node.name)
             if not ids:
                 raise self.source.error(f"unknown special token {node.raw}: the vocabulary has no "
                                         "control token with that text (use <[id]> for one by id)", node.span)
             return tuple(ids)
-        special = set(getattr(vocab, "special_token_ids", ()))
+        special = set(vocab.special_token_ids)
         for i in node.ids:
             if i not in special:
                 raise self.source.error(f"token id {i} is not a special token of the vocabulary", node.span)

@@ -533,8 +533,6 @@ class _Parser:
         self.expect("COLON", "':'")
         body = self.expansions(top=is_rule)
         self.end_of_statement()
-        if not is_rule and name.value != bare:
-            raise self.source.error("terminals cannot have rule modifiers", name.span)
         return Definition((name.start, name.end), bare, is_rule, body, mode)
 
     def import_statement(self, directive: _Token) -> Import:
