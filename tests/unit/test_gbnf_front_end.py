@@ -550,3 +550,45 @@ def test_odd_but_valid(text: str, sentences: tuple[str, ...]) -> None:
 def test_huge_counts_are_limits_not_crashes() -> None:
     with pytest.raises(tokamata.LimitExceeded):
         parse_gbnf('root ::= "a"{' + "9" * 5000 + "}", None, LIMITS)
+
+
+# ------------------------------------------------------------------- random grammars
+
+def _random_expression(rng: random.Random, names: list[str], depth: int = 0) -> str:
+    kind = rng.randrange(9 if depth < 3 else 4)
+    if kind == 0:
+        return rng.choice(['""', '"a"', '"b"', '"ab"', '"ba"'])
+    if kind == 1:
+        return rng.choice(["[ab]", "[^a]", "[a]", "."])
+    if kind in (2, 3):
+        return rng.choice(names) if names else '"a"'
+    if kind in (4, 5):
+        return " ".join(_random_expression(rng, names, depth + 1) for _ in range(rng.randrange(1, 4)))
+    if kind == 6:
+        return "(" + " | ".join(_random_expression(rng, names, depth + 1)
+                                for _ in range(rng.randrange(1, 4))) + ")"
+    item = _random_expression(rng, [], depth + 1) if rng.random() < 0.5 else rng.choice(names or ['"a"'])
+    item = item if item.startswith(("(", '"', "[", ".")) and item != '""' else f"({item})"
+    return item + rng.choice(["*", "+", "?", "{2}", "{0,2}", "{1,}"])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_grammars_agree_across_mappings(seed: int) -> None:
+    """Random rule sets (nullable pieces, rules used once or often, recursion): the three
+    mappings accept the same short strings."""
+    rng = random.Random(seed)
+    names = [f"r{i}" for i in range(4)]
+    rules = [f"root ::= {_random_expression(rng, names)}"]
+    for i, name in enumerate(names):
+        callees = names[i + 1:] if rng.random() < 0.7 else names  # sometimes recursive
+        rules.append(f"{name} ::= {_random_expression(rng, callees)} | {_random_expression(rng, [])}")
+    text = "\n".join(rules)
+    try:
+        grammars = {mode: _parse(text, None, LIMITS, "root", mode) for mode in ("shared", "plain", "maximal")}
+    except tokamata.InvalidSyntax as error:
+        assert "unproductive" in str(error) or "empty" in str(error), text
+        return
+    strings = {"".join(rng.choice("abc") for _ in range(rng.randrange(6))) for _ in range(40)}
+    for s in sorted(strings):
+        verdicts = {mode: accepts(g, s) for mode, g in grammars.items()}
+        assert len(set(verdicts.values())) == 1, (text, s, verdicts)
