@@ -445,3 +445,23 @@ def test_engine_with_llama3():
                 out += vocab.token_bytes[token]
             if matcher.is_accepting():
                 assert oracle_valid(schema, json.loads(out)), out
+
+
+ANCHORS = [
+    ("(^a.b)|(^xy)", ["a.bz", "xyz"], ["za.b", "zxy"]),
+    ("^(\\d{4}(-\\d{2})?$)|(^\\d{2}$)", ["2024", "2024-01", "12"], ["20245", "x12", "123"]),
+    ("^$|(^(?:\\S+\\s+){0,2}\\S+$)", ["", "a b", "a b c"], ["a b c d", " a"]),
+    ("^[\\S]+$", ["ab"], ["a b", ""]),
+    ("^[a\\S]$", ["a", "b"], [" "]),
+]
+
+
+@pytest.mark.parametrize("pattern,valid,invalid", ANCHORS, ids=[r[0] for r in ANCHORS])
+def test_anchors_in_whole_groups_and_non_space_classes(pattern, valid, invalid):
+    grammar, _ = schema_to_grammar({"type": "string", "pattern": pattern})
+    for value in valid:
+        assert oracle_valid({"pattern": pattern}, value)
+        assert recognize(grammar, compact(value)), (pattern, value)
+    for value in invalid:
+        assert not oracle_valid({"pattern": pattern}, value)
+        assert not recognize(grammar, compact(value)), (pattern, value)

@@ -20,6 +20,8 @@ Semantics chosen where the specification leaves room (each also in the module do
   ``properties`` (as OpenAI's structured outputs do); otherwise it is true.
 - Members are generated in schema order (``property_order="schema"``); optional ones may be
   left out. Undeclared members (``additionalProperties``/``patternProperties``) come last.
+  ``property_order="any"`` accepts every order (each declared member at most once; bounded:
+  at most 12 declared members per object).
 - Strings never contain lone surrogates (escaped or not); every spelling of a character
   (raw, short escape, ``\\uXXXX``) is accepted wherever the character is.
 - Numbers: ``number`` alone accepts every JSON number; under bounds, ``multipleOf``,
@@ -40,7 +42,7 @@ from ...grammar.ir import Grammar, Rule, Terminal, is_terminal, nonterminal, non
 from ...limits import DEFAULT_LIMITS, Limits
 from .emit import Emitter
 from .expand import Expander
-from .refs import Document
+from .refs import Document, draft_number
 from .report import APPROXIMATIONS, Approximation, Options, Report
 
 __all__ = ["schema_to_grammar", "embed_grammar", "Report", "Approximation", "APPROXIMATIONS"]
@@ -49,8 +51,11 @@ __all__ = ["schema_to_grammar", "embed_grammar", "Report", "Approximation", "APP
 def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: str = "compact",
                       strict: bool = False, approximate: Iterable[str] = frozenset(),
                       ignore_unknown_formats: bool = False, property_order: str = "schema",
-                      indent: int = 2, max_whitespace: int = 20) -> tuple[Grammar, Report]:
+                      indent: int = 2, max_whitespace: int = 20,
+                      default_draft: int | str = "2020-12") -> tuple[Grammar, Report]:
     """Compile a JSON Schema (a dict/bool, or its JSON text) to a grammar and a report.
+
+    ``$schema`` selects the draft; ``default_draft`` applies when it is absent.
 
     >>> grammar, report = schema_to_grammar({"type": "integer", "minimum": 1})
     >>> [str(a) for a in report]
@@ -66,11 +71,8 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
             schema = json.loads(schema)
         except ValueError as error:
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
-    if options.property_order != "schema":
-        from ...errors import Unsupported
-        raise Unsupported("property_order='any' is not implemented yet")
     report = Report()
-    document = Document(schema)
+    document = Document(schema, draft_number(default_draft))
     expander = Expander(document, options, limits, report)
     emitter = Emitter(expander, options, limits, report)
     grammar = emitter.build(expander.conj(()), source or _short(schema))

@@ -7,8 +7,11 @@ Invariants:
   each object/array shape adds alternatives. Member schemas are value nonterminals too,
   created on first use, so recursive schemas become recursive rules.
 - Objects list the declared members in order (optional ones may be skipped), then any number
-  of undeclared members, whose keys are partitioned into regions by the shape's rules (a
-  member's schema is the union of the rules its key matches). A separator and a key with its
+  of undeclared members (with ``property_order="any"``: in any order, each declared member at
+  most once, required ones present; the set of members written is a state, so this is
+  exponential in the declared members and bounded). Undeclared members' keys are
+  partitioned into regions by the shape's rules (a member's schema is the union of the
+  rules its key matches). A separator and a key with its
   colon are one terminal. Counts (min/max properties, min/max items, contains) are states of
   the rules, saturating where only a lower bound matters; every state is a nonterminal, and
   grammar size is bounded by ``Limits.max_grammar_symbols``.
@@ -32,6 +35,7 @@ __all__ = ["Emitter"]
 
 _MAX_REGIONS = 256
 _PRETTY_DEPTH = 64
+_MAX_ORDER_STATES = 4096  # property_order='any': subsets of declared members
 
 
 class Emitter:
@@ -51,6 +55,7 @@ class Emitter:
         self._values: dict[tuple[Conj, int], int] = {}
         self._pending: list[tuple[Conj, int, int]] = []
         self._states: dict[tuple, int] = {}
+        self._deferred: list = []
 
     # -- building blocks --------------------------------------------------------------------
     def terminal(self, expr: d.Expr, name: str) -> int:
@@ -80,13 +85,14 @@ class Emitter:
             self._pending.append((conj, depth, symbol))
         return symbol
 
-    def _state(self, key: tuple, name: str) -> tuple[int, bool]:
-        """The nonterminal of a counting state, and whether it is new."""
+    def _state(self, key: tuple, name: str, rules) -> int:
+        """The nonterminal of a counting state; ``rules(symbol)`` makes its rules later (a
+        work list, not recursion: counts may be large)."""
         symbol = self._states.get(key)
-        if symbol is not None:
-            return symbol, False
-        symbol = self._states[key] = self.nonterminal(name)
-        return symbol, True
+        if symbol is None:
+            symbol = self._states[key] = self.nonterminal(name)
+            self._deferred.append(lambda: rules(symbol))
+        return symbol
 
     # -- the grammar ------------------------------------------------------------------------
     def build(self, root: Conj, source: str) -> Grammar:
@@ -99,7 +105,10 @@ class Emitter:
             self.rule(start, [ws, top])
             self.rule(start, [top, ws])
             self.rule(start, [ws, top, ws])
-        while self._pending:
+        while self._pending or self._deferred:
+            if self._deferred:
+                self._deferred.pop()()
+                continue
             conj, depth, symbol = self._pending.pop()
             self._emit_value(conj, depth, symbol)
         return self._finish(start, source)
@@ -188,32 +197,56 @@ class Emitter:
             return count + 1 if high is not None else min(count + 1, cap)
 
         def regions_state(count: int) -> int:
-            symbol, new = self._state(tag + ("regions", count), "members")
-            if new:
-                if count >= max(low, 1):
-                    self.rule(symbol, [close])
-                if high is None or count < high:
-                    for opened, separated, value in region_terminals:
-                        self.rule(symbol, [opened if count == 0 else separated, value, regions_state(advance(count))])
-            return symbol
+            return self._state(tag + ("regions", count), "members", lambda symbol: regions_rules(symbol, count))
+
+        def regions_rules(symbol: int, count: int) -> None:
+            if count >= max(low, 1):
+                self.rule(symbol, [close])
+            if high is None or count < high:
+                for opened, separated, value in region_terminals:
+                    self.rule(symbol, [opened if count == 0 else separated, value, regions_state(advance(count))])
 
         def declared_state(index: int, count: int) -> int:
             if index == len(members):
                 return regions_state(count)
-            symbol, new = self._state(tag + ("declared", index, count), "members")
-            if new:
-                name, conj, required = members[index]
-                if high is None or count < high:
-                    opened, separated = key_terminals[index]
-                    self.rule(symbol, [opened if count == 0 else separated, self.value(conj, depth + 1),
-                                       declared_state(index + 1, advance(count))])
-                if not required:
-                    self.rule(symbol, [declared_state(index + 1, count)])
-            return symbol
+            return self._state(tag + ("declared", index, count), "members",
+                               lambda symbol: declared_rules(symbol, index, count))
+
+        def declared_rules(symbol: int, index: int, count: int) -> None:
+            name, conj, required = members[index]
+            if high is None or count < high:
+                opened, separated = key_terminals[index]
+                self.rule(symbol, [opened if count == 0 else separated, self.value(conj, depth + 1),
+                                   declared_state(index + 1, advance(count))])
+            if not required:
+                self.rule(symbol, [declared_state(index + 1, count)])
+
+        def any_order_state(emitted: frozenset, count: int) -> int:
+            """Members in any order: ``emitted`` is the set of declared members written."""
+            return self._state(tag + ("any", emitted, count), "members",
+                               lambda symbol: any_order_rules(symbol, emitted, count))
+
+        def any_order_rules(symbol: int, emitted: frozenset, count: int) -> None:
+            if count >= max(low, 1) and all(i in emitted for i, m in enumerate(members) if m[2]):
+                self.rule(symbol, [close])
+            if high is None or count < high:
+                for i, (_, conj, _) in enumerate(members):
+                    if i not in emitted:
+                        opened, separated = key_terminals[i]
+                        self.rule(symbol, [opened if count == 0 else separated, self.value(conj, depth + 1),
+                                           any_order_state(emitted | {i}, advance(count))])
+                for opened, separated, value in region_terminals:
+                    self.rule(symbol, [opened if count == 0 else separated, value,
+                                       any_order_state(emitted, advance(count))])
 
         if low == 0 and not any(m[2] for m in members):
             self.rule(lhs, [self.terminal(layout.empty("{}", depth), "empty_object")])
-        self.rule(lhs, [declared_state(0, 0)])
+        if self.options.property_order == "any":
+            if 2 ** len(members) > _MAX_ORDER_STATES:
+                raise LimitExceeded("max_grammar_symbols", 2 ** len(members), _MAX_ORDER_STATES)
+            self.rule(lhs, [any_order_state(frozenset(), 0)])
+        else:
+            self.rule(lhs, [declared_state(0, 0)])
 
     # -- arrays -----------------------------------------------------------------------------
     def _array(self, shape: ArrayShape, depth: int, lhs: int) -> None:
@@ -251,20 +284,20 @@ class Emitter:
             return options
 
         def state(index: int, counts: tuple) -> int:
-            symbol, new = self._state(tag + (index, counts), "items")
-            if new:
-                done = all(counts[j] >= at_least for j, (_, at_least, _) in enumerate(contains))
-                if index >= max(low, 1) and done:
-                    self.rule(symbol, [close])
-                if high is None or index < high:
-                    position = shape.at(index)
-                    following = index + 1 if high is not None else min(index + 1, cap)
-                    for item, now in choices(position, counts):
-                        if FALSE_TERM in item:
-                            continue
-                        self.rule(symbol, [opener if index == 0 else comma, self.value(item, depth + 1),
-                                           state(following, now)])
-            return symbol
+            return self._state(tag + (index, counts), "items", lambda symbol: state_rules(symbol, index, counts))
+
+        def state_rules(symbol: int, index: int, counts: tuple) -> None:
+            done = all(counts[j] >= at_least for j, (_, at_least, _) in enumerate(contains))
+            if index >= max(low, 1) and done:
+                self.rule(symbol, [close])
+            if high is None or index < high:
+                position = shape.at(index)
+                following = index + 1 if high is not None else min(index + 1, cap)
+                for item, now in choices(position, counts):
+                    if FALSE_TERM in item:
+                        continue
+                    self.rule(symbol, [opener if index == 0 else comma, self.value(item, depth + 1),
+                                       state(following, now)])
 
         if low == 0 and all(at_least == 0 for _, at_least, _ in contains):
             self.rule(lhs, [self.terminal(layout.empty("[]", depth), "empty_array")])

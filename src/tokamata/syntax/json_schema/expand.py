@@ -143,10 +143,7 @@ class Expander:
             values = schema["enum"]
             if not isinstance(values, list):
                 raise SchemaError(f"enum at {pointer(path) or '/'} must be an array")
-            node = EMPTY
-            for i, value in enumerate(values):
-                node = union(node, self.value_node(value, path + ("enum", i)))
-            parts.append(node)
+            parts.append(self._enum(values, path))
         if "const" in schema and draft >= 6:
             parts.append(self.value_node(schema["const"], path + ("const",)))
         number = self._number_keywords(schema, path)
@@ -232,6 +229,26 @@ class Expander:
                 raise SchemaError(f"unknown type {name!r} at {pointer(path + ('type',))}")
             node = union(node, part)
         return node
+
+    def _enum(self, values: list, path: Path) -> Node:
+        """The union of the enum's values, built in one pass per type (enums may be long)."""
+        strings = [v for v in values if isinstance(v, str)]
+        numbers = []
+        node = Node(string=lx.string_literals(strings) if strings else d.NOTHING)
+        shapes_objects: list = []
+        shapes_arrays: list = []
+        for i, value in enumerate(values):
+            if isinstance(value, str):
+                continue
+            part = self.value_node(value, path + ("enum", i))
+            if part.number is not d.NOTHING:
+                numbers.append(part.number)
+            shapes_objects.extend(part.objects)
+            shapes_arrays.extend(part.arrays)
+            node = Node(node.null or part.null, node.true or part.true, node.false or part.false, node.number,
+                        node.string, node.objects, node.arrays)
+        return replace(node, number=d.alternation(*numbers), objects=tuple(dict.fromkeys(shapes_objects)),
+                       arrays=tuple(dict.fromkeys(shapes_arrays)))
 
     def value_node(self, value: Any, path: Path) -> Node:
         """The node of exactly one JSON value (``const``, one ``enum`` member)."""

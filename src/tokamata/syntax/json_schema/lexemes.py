@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ...automata import charset as cs
 from ...automata import derivatives as d
 
-__all__ = ["literal", "json_char", "string_of", "string_literal", "ANY_CHAR", "ANY_STRING",
+__all__ = ["literal", "json_char", "string_of", "string_literal", "string_literals", "ANY_CHAR", "ANY_STRING",
            "NUMBER", "PLAIN_NUMBER", "INTEGER", "INTEGER_DRAFT4", "NULL", "TRUE", "FALSE",
            "DIGIT", "Layout"]
 
@@ -132,6 +132,31 @@ ANY_STRING = string_of(d.repeat(ANY_CHAR, 0, d.UNBOUNDED))
 def string_literal(text: str) -> d.Expr:
     """Every spelling of the JSON string ``text`` (raw or escaped, per character)."""
     return string_of(d.concat_all(json_char(((ord(c), ord(c)),)) for c in text))
+
+
+def string_literals(texts) -> d.Expr:
+    """Every spelling of any of the JSON strings ``texts``, as a trie (shared prefixes, so a
+    derivative follows one branch however many strings there are)."""
+    root: dict = {}
+    for text in texts:
+        node = root
+        for c in text:
+            node = node.setdefault(c, {})
+        node[None] = True
+    built: dict[int, d.Expr] = {}
+    stack = [(root, False)]
+    while stack:  # post-order without recursion: strings may be long
+        node, ready = stack.pop()
+        if not ready:
+            stack.append((node, True))
+            stack.extend((child, False) for key, child in node.items() if key is not None)
+            continue
+        options = [d.EPSILON] if None in node else []
+        for key, child in node.items():
+            if key is not None:
+                options.append(d.concat(json_char(((ord(key), ord(key)),)), built[id(child)]))
+        built[id(node)] = d.alternation(*options)
+    return string_of(built[id(root)])
 
 
 _MINUS = literal("-")

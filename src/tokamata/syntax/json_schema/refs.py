@@ -24,7 +24,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from ...errors import SchemaError, Unsupported
 
-__all__ = ["Document", "pointer", "DRAFTS", "unsupported"]
+__all__ = ["Document", "pointer", "DRAFTS", "unsupported", "draft_number"]
 
 DRAFTS = {
     "http://json-schema.org/draft-04/schema": 4,
@@ -57,7 +57,24 @@ def unsupported(keyword: str, path: Path, reason: str = "") -> Unsupported:
     return error
 
 
-def _draft_of(schema: Any) -> int:
+def draft_number(name: Any) -> int:
+    """4, 6, 7, 2019 or 2020 from a draft name ("draft7", "2020-12", 7, a meta-schema URI)."""
+    if isinstance(name, int) and name in (4, 6, 7, 2019, 2020):
+        return name
+    if isinstance(name, str):
+        text = name.strip().lower().rstrip("#")
+        if text in DRAFTS:
+            return DRAFTS[text]
+        for draft, spellings in ((4, ("4", "draft4", "draft-04")), (6, ("6", "draft6", "draft-06")),
+                                 (7, ("7", "draft7", "draft-07")), (2019, ("2019-09", "draft2019-09")),
+                                 (2020, ("2020-12", "draft2020-12"))):
+            if text in spellings:
+                return draft
+    from ...errors import InvalidArgument
+    raise InvalidArgument(f"unknown JSON Schema draft {name!r} (use 4, 6, 7, '2019-09' or '2020-12')")
+
+
+def _draft_of(schema: Any, default: int = 2020) -> int:
     if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
         uri = schema["$schema"].rstrip("#")
         if uri in DRAFTS:
@@ -67,7 +84,7 @@ def _draft_of(schema: Any) -> int:
             if known.replace("http://", "https://") == uri:
                 return draft
         raise unsupported("$schema", (), f"unknown meta-schema {schema['$schema']!r}")
-    return 2020
+    return default
 
 
 def _join(base: str, ref: str) -> str:
@@ -82,9 +99,9 @@ def _join(base: str, ref: str) -> str:
 class Document:
     """One schema document with its resources, anchors and locations."""
 
-    def __init__(self, schema: Any, draft: int | None = None):
+    def __init__(self, schema: Any, default_draft: int = 2020):
         self.root = schema
-        self.draft = draft if draft is not None else _draft_of(schema)
+        self.draft = _draft_of(schema, default_draft)
         self.resources: dict[str, Path] = {}   # absolute URI without fragment -> path
         self.anchors: dict[str, Path] = {}     # absolute URI with "#name" -> path
         self.dynamic_anchors: dict[str, list[Path]] = {}  # name -> paths declaring it

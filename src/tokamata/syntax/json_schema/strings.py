@@ -113,8 +113,50 @@ def _split_top_level(pattern: str, pointer: str) -> list[tuple[str, bool, bool]]
         anchored_end = option.endswith("$") and not _escaped(option, len(option) - 1)
         if anchored_end:
             option = option[:-1]
+        inner = _whole_group(option)
+        if inner is not None and ("^" in inner or "$" in inner):
+            # "(^a|b$)" or "^(a$)": the group is the whole option, so its alternatives are
+            # top-level alternatives, each with its own anchors
+            for text, start_anchor, end_anchor in _split_top_level(inner, pointer):
+                result.append((text, anchored_start or start_anchor, anchored_end or end_anchor))
+            continue
         result.append((option, anchored_start, anchored_end))
     return result
+
+
+def _whole_group(text: str) -> str | None:
+    """The content of ``text`` when it is exactly one group ``(...)``, ``(?:...)`` or
+    ``(?<name>...)`` / ``(?P<name>...)`` with nothing after it; otherwise None."""
+    if not text.startswith("("):
+        return None
+    if text.startswith("(?:"):
+        begin = 3
+    elif text.startswith("(?P<") or (text.startswith("(?<") and text[3:4] not in ("=", "!")):
+        begin = text.find(">") + 1
+        if begin == 0:
+            return None
+    elif text.startswith("(?"):
+        return None
+    else:
+        begin = 1
+    depth, in_class, i = 0, False, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return text[begin:i] if i == len(text) - 1 else None
+        i += 1
+    return None
 
 
 def _escaped(text: str, index: int) -> bool:
@@ -196,6 +238,15 @@ def _translate(text: str, whole: str, pointer: str) -> str:
                 continue
             if text.startswith("[]", i):
                 raise refuse("empty class []")
+            split = _split_non_space_class(text, i)
+            if split is not None:  # [..\S..]: a union of the rest of the class and \S
+                rest, end = split
+                parts = ["[^" + _ECMA_SPACE + "]"]
+                if rest:
+                    parts.insert(0, _translate("[" + rest + "]", whole, pointer))
+                out.append("(?:" + "|".join(parts) + ")")
+                i = end
+                continue
             in_class = True
             out.append(c)
             i += 1
@@ -215,6 +266,32 @@ def _translate(text: str, whole: str, pointer: str) -> str:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def _split_non_space_class(text: str, start: int) -> tuple[str, int] | None:
+    """For a non-negated class at ``start`` containing ``\\S``: (its body without the
+    ``\\S`` items, the index after the class). None for other classes."""
+    if text.startswith("[^", start):
+        return None
+    i = start + 1
+    body: list[str] = []
+    found = False
+    first = True
+    while i < len(text):
+        c = text[i]
+        if c == "]" and not first:
+            return ("".join(body), i + 1) if found else None
+        first = False
+        if c == "\\" and i + 1 < len(text):
+            if text[i + 1] == "S":
+                found = True
+            else:
+                body.append(text[i:i + 2])
+            i += 2
+            continue
+        body.append(c)
+        i += 1
+    return None
 
 
 def name_accepts(language: d.Expr, name: str) -> bool:
