@@ -69,7 +69,7 @@ def test_sentences_parse_and_discards_are_rare(name: str) -> None:
     assert len(sentences) == 60
     assert generator.discards <= max(3, generator.attempts // 20), generator.rejected
     assert len(set(sentences)) >= 30  # not stuck on one shape
-    assert sentences == SentenceGenerator(grammar_text(name)).sentences(60, seed=7)
+    assert sentences[:15] == SentenceGenerator(grammar_text(name)).sentences(15, seed=7)
 
 
 # ----------------------------------------------------------------------- prefix oracle
