@@ -160,6 +160,14 @@ TABLE = [
     ({"type": "string", "not": {"enum": ["a", "b"]}}, ["c", "", "ab"], ["a", "b"]),
     ({"type": "integer", "not": {"multipleOf": 2}}, [1, -3], [0, 2]),
     ({"type": "object", "not": {"required": ["a"]}}, [{}, {"b": 1}], [{"a": 1}]),
+    ({"type": "object", "not": {"additionalProperties": {"type": "string"}}}, [{"a": 1}, {"a": "x", "b": None}],
+     [{}, {"a": "x"}]),
+    ({"type": "object", "not": {"properties": {"a": {}}, "additionalProperties": False}},
+     [{"b": 1}, {"a": 1, "c": 2}], [{}, {"a": 1}]),
+    ({"type": "object", "not": {"propertyNames": {"maxLength": 2}}}, [{"abc": 1}, {"a": 1, "abc": 2}],
+     [{}, {"ab": 1}]),
+    ({"type": "object", "oneOf": [{"patternProperties": {"^x": {"type": "integer"}}}, {"required": ["y"]}]},
+     [{"x1": 1}, {}, {"y": 1, "x1": "s"}], [{"y": 2, "x1": 1}, {"x1": "s"}]),
     ({"if": {"properties": {"t": {"const": "n"}}, "required": ["t"]},
       "then": {"properties": {"v": {"type": "number"}}},
       "else": {"properties": {"v": {"type": "string"}}}, "type": "object"},
@@ -206,7 +214,7 @@ ERRORS = [
     ({"type": "integer", "minimum": 5, "maximum": 4}, tokamata.SchemaError, "allows no JSON value"),
     (False, tokamata.SchemaError, "allows no JSON value"),
     ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, tokamata.SchemaError, "refers to itself"),
-    ({"not": {"patternProperties": {"a": {"type": "string"}}}}, tokamata.Unsupported, "not at /"),
+    ({"not": {"prefixItems": [{}], "items": {"type": "string"}}}, tokamata.Unsupported, "not at /"),
     ("{not json", tokamata.SchemaError, "not valid JSON"),
 ]
 

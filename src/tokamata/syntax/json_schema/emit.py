@@ -136,40 +136,47 @@ class Emitter:
             self._array(array, depth, symbol)
 
     # -- objects ----------------------------------------------------------------------------
-    def _regions(self, shape: ObjectShape, declared: list[str]) -> list[tuple[d.Expr, Conj]]:
+    def _regions(self, shape: ObjectShape, declared: list[str]) -> list[tuple[d.Expr, Conj, frozenset]]:
+        """Undeclared keys partitioned by the rules and witnesses they match: (keys, schema
+        of the value, witnesses the member may meet)."""
         names = d.alternation(*(lx.string_literal(n) for n in declared))
-        parts = [(d.difference(shape.names, names, self.limits), TRUE)]
-        for language, conj in shape.rules:
+        parts = [(d.difference(shape.names, names, self.limits), TRUE, frozenset())]
+        splitters = [(language, conj, None) for language, conj in shape.rules]
+        splitters += [(language, TRUE, j) for j, (language, _) in enumerate(shape.witnesses)]
+        for language, conj, witness in splitters:
             split = []
-            for region, have in parts:
+            for region, have, met in parts:
                 inside = d.intersection(region, language, limits=self.limits)
                 outside = d.difference(region, language, self.limits)
                 if inside is not d.NOTHING:
-                    split.append((inside, have | conj))
+                    split.append((inside, have | conj, met if witness is None else met | {witness}))
                 if outside is not d.NOTHING:
-                    split.append((outside, have))
+                    split.append((outside, have, met))
             parts = split
             if len(parts) > _MAX_REGIONS:
                 raise LimitExceeded("max_grammar_symbols", len(parts), _MAX_REGIONS)
-        merged: dict[Conj, d.Expr] = {}
-        for region, conj in parts:
+        merged: dict[tuple, d.Expr] = {}
+        for region, conj, met in parts:
             if region is d.NOTHING or FALSE_TERM in conj:
                 continue
-            merged[conj] = d.alternation(merged.get(conj, d.NOTHING), region)
-        return [(region, conj) for conj, region in merged.items()]
+            merged[(conj, met)] = d.alternation(merged.get((conj, met), d.NOTHING), region)
+        return [(region, conj, met) for (conj, met), region in merged.items()]
 
     def _object(self, shape: ObjectShape, depth: int, lhs: int) -> None:
         from .strings import name_accepts
 
         layout = self.layout
-        members: list[tuple[str, Conj, bool]] = []
+        witnesses = shape.witnesses
+        every = frozenset(range(len(witnesses)))
+        members: list[tuple[str, Conj, bool, frozenset]] = []
         for name, conj in shape.declared:
             required = name in shape.required
             if FALSE_TERM in conj or not name_accepts(shape.names, name):
                 if required:
                     return
                 continue
-            members.append((name, conj, required))
+            met = frozenset(j for j, (language, _) in enumerate(witnesses) if name_accepts(language, name))
+            members.append((name, conj, required, met))
         regions = self._regions(shape, [name for name, _ in shape.declared])
         low, high = shape.min_properties, shape.max_properties
         if low <= sum(1 for m in members if m[2]):
@@ -183,70 +190,85 @@ class Emitter:
         comma = layout.comma(depth)
         colon = layout.colon()
         key_terminals = {}
-        for i, (name, _, _) in enumerate(members):
+        for i, (name, _, _, _) in enumerate(members):
             key = d.concat(lx.string_literal(name), colon)
             key_terminals[i] = (self.terminal(d.concat(opener, key), "open_key"),
                                 self.terminal(d.concat(comma, key), "comma_key"))
         region_terminals = [(self.terminal(d.concat_all((opener, region, colon)), "open_key"),
-                             self.terminal(d.concat_all((comma, region, colon)), "comma_key"),
-                             self.value(conj, depth + 1)) for region, conj in regions]
+                             self.terminal(d.concat_all((comma, region, colon)), "comma_key"), conj, met)
+                            for region, conj, met in regions]
         close = self.terminal(layout.close("}", depth), "close_object")
         tag = ("object", shape, depth)
 
         def advance(count: int) -> int:
             return count + 1 if high is not None else min(count + 1, cap)
 
-        def regions_state(count: int) -> int:
-            return self._state(tag + ("regions", count), "members", lambda symbol: regions_rules(symbol, count))
+        def values(conj: Conj, met: frozenset, done: frozenset) -> list[tuple[int, frozenset]]:
+            """(value symbol, witnesses met after it): a member may meet any of the witnesses
+            its key matches, if its value is in their schemas too."""
+            options = [(conj, done)]
+            for j in sorted(met - done):
+                options += [(c | witnesses[j][1], m | {j}) for c, m in options]
+            return [(self.value(c, depth + 1), m) for c, m in options if FALSE_TERM not in c]
 
-        def regions_rules(symbol: int, count: int) -> None:
-            if count >= max(low, 1):
+        def member_rules(symbol: int, count: int, done: frozenset, opened: int, separated: int,
+                         conj: Conj, met: frozenset, following) -> None:
+            for value, now in values(conj, met, done):
+                self.rule(symbol, [opened if count == 0 else separated, value, following(now)])
+
+        def regions_state(count: int, done: frozenset) -> int:
+            return self._state(tag + ("regions", count, done), "members",
+                               lambda symbol: regions_rules(symbol, count, done))
+
+        def regions_rules(symbol: int, count: int, done: frozenset) -> None:
+            if count >= max(low, 1) and done == every:
                 self.rule(symbol, [close])
             if high is None or count < high:
-                for opened, separated, value in region_terminals:
-                    self.rule(symbol, [opened if count == 0 else separated, value, regions_state(advance(count))])
+                for opened, separated, conj, met in region_terminals:
+                    member_rules(symbol, count, done, opened, separated, conj, met,
+                                 lambda now: regions_state(advance(count), now))
 
-        def declared_state(index: int, count: int) -> int:
+        def declared_state(index: int, count: int, done: frozenset) -> int:
             if index == len(members):
-                return regions_state(count)
-            return self._state(tag + ("declared", index, count), "members",
-                               lambda symbol: declared_rules(symbol, index, count))
+                return regions_state(count, done)
+            return self._state(tag + ("declared", index, count, done), "members",
+                               lambda symbol: declared_rules(symbol, index, count, done))
 
-        def declared_rules(symbol: int, index: int, count: int) -> None:
-            name, conj, required = members[index]
+        def declared_rules(symbol: int, index: int, count: int, done: frozenset) -> None:
+            name, conj, required, met = members[index]
             if high is None or count < high:
                 opened, separated = key_terminals[index]
-                self.rule(symbol, [opened if count == 0 else separated, self.value(conj, depth + 1),
-                                   declared_state(index + 1, advance(count))])
+                member_rules(symbol, count, done, opened, separated, conj, met,
+                             lambda now: declared_state(index + 1, advance(count), now))
             if not required:
-                self.rule(symbol, [declared_state(index + 1, count)])
+                self.rule(symbol, [declared_state(index + 1, count, done)])
 
-        def any_order_state(emitted: frozenset, count: int) -> int:
+        def any_order_state(emitted: frozenset, count: int, done: frozenset) -> int:
             """Members in any order: ``emitted`` is the set of declared members written."""
-            return self._state(tag + ("any", emitted, count), "members",
-                               lambda symbol: any_order_rules(symbol, emitted, count))
+            return self._state(tag + ("any", emitted, count, done), "members",
+                               lambda symbol: any_order_rules(symbol, emitted, count, done))
 
-        def any_order_rules(symbol: int, emitted: frozenset, count: int) -> None:
-            if count >= max(low, 1) and all(i in emitted for i, m in enumerate(members) if m[2]):
+        def any_order_rules(symbol: int, emitted: frozenset, count: int, done: frozenset) -> None:
+            if count >= max(low, 1) and done == every and all(i in emitted for i, m in enumerate(members) if m[2]):
                 self.rule(symbol, [close])
             if high is None or count < high:
-                for i, (_, conj, _) in enumerate(members):
+                for i, (_, conj, _, met) in enumerate(members):
                     if i not in emitted:
                         opened, separated = key_terminals[i]
-                        self.rule(symbol, [opened if count == 0 else separated, self.value(conj, depth + 1),
-                                           any_order_state(emitted | {i}, advance(count))])
-                for opened, separated, value in region_terminals:
-                    self.rule(symbol, [opened if count == 0 else separated, value,
-                                       any_order_state(emitted, advance(count))])
+                        member_rules(symbol, count, done, opened, separated, conj, met,
+                                     lambda now, i=i: any_order_state(emitted | {i}, advance(count), now))
+                for opened, separated, conj, met in region_terminals:
+                    member_rules(symbol, count, done, opened, separated, conj, met,
+                                 lambda now: any_order_state(emitted, advance(count), now))
 
-        if low == 0 and not any(m[2] for m in members):
+        if low == 0 and not any(m[2] for m in members) and not witnesses:
             self.rule(lhs, [self.terminal(layout.empty("{}", depth), "empty_object")])
         if self.options.property_order == "any":
             if 2 ** len(members) > _MAX_ORDER_STATES:
                 raise LimitExceeded("max_grammar_symbols", 2 ** len(members), _MAX_ORDER_STATES)
-            self.rule(lhs, [any_order_state(frozenset(), 0)])
+            self.rule(lhs, [any_order_state(frozenset(), 0, frozenset())])
         else:
-            self.rule(lhs, [declared_state(0, 0)])
+            self.rule(lhs, [declared_state(0, 0, frozenset())])
 
     # -- arrays -----------------------------------------------------------------------------
     def _array(self, shape: ArrayShape, depth: int, lhs: int) -> None:

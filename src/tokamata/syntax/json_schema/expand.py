@@ -556,10 +556,25 @@ class Expander:
         return tuple(dict.fromkeys(pieces))
 
     def complement_object(self, shape: ObjectShape, path: Path) -> Node:
-        if any(conj != TRUE for _, conj in shape.rules) or shape.names is not lx.ANY_STRING:
-            raise unsupported(_keyword(path), path[:-1], "the complement of patternProperties/"
-                              "additionalProperties/propertyNames constraints is not supported")
+        """Objects failing ``shape``: a required member missing, a declared member with a
+        wrong value, a wrong count, an undeclared member breaking a rule or a key outside
+        ``names`` (witnesses), or a witness never met (a rule)."""
         shapes = []
+        declared = d.alternation(*(lx.string_literal(name) for name, _ in shape.declared))
+        for language, conj in shape.rules:
+            if conj != TRUE:
+                witness = d.difference(language, declared, self.limits)
+                if witness is not d.NOTHING:
+                    shapes.append(ObjectShape(witnesses=((witness, _not(conj, path)),)))
+        if shape.names is not lx.ANY_STRING:
+            for name, _ in shape.declared:
+                if not st.name_accepts(shape.names, name):
+                    shapes.append(ObjectShape(declared=((name, TRUE),), required=frozenset({name})))
+            outside = d.difference(d.difference(lx.ANY_STRING, shape.names, self.limits), declared, self.limits)
+            if outside is not d.NOTHING:
+                shapes.append(ObjectShape(witnesses=((outside, TRUE),)))
+        for language, conj in shape.witnesses:
+            shapes.append(ObjectShape(rules=((language, _not(conj, path)),)))
         for name in shape.required:
             shapes.append(ObjectShape(declared=((name, FALSE),)))
         for name, conj in shape.declared:

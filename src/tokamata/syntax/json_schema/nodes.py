@@ -16,7 +16,10 @@ Invariants:
   pairs that constrain every *undeclared* member whose key is in the language (this
   is how ``patternProperties`` and ``additionalProperties`` intersect exactly: intersecting
   shapes concatenates rules and folds the other side's matching rules into each declared
-  member); ``names`` is the language every key must be in (``propertyNames``).
+  member); ``names`` is the language every key must be in (``propertyNames``);
+  ``witnesses`` are ``(key language, schema)`` pairs each requiring at least one member
+  (declared or not) with a key in the language and a value in the schema (complements of
+  rules and of ``propertyNames`` are witnesses).
 - An :class:`ArrayShape` gives the schema of each position (``prefix``, then ``rest``), the
   length bounds, and ``contains`` counts ``(schema, min, max)``.
 - ``TRUE`` (the empty Conj) is every value; ``FALSE`` contains the false term. Shapes and
@@ -52,6 +55,7 @@ class ObjectShape:
     names: d.Expr = lx.ANY_STRING
     min_properties: int = 0
     max_properties: Optional[int] = None
+    witnesses: Tuple[Tuple[d.Expr, Conj], ...] = ()
 
     def schema_of(self, name: str) -> Conj:
         """The schema a member named ``name`` must satisfy."""
@@ -71,7 +75,7 @@ class ObjectShape:
     def is_any(self) -> bool:
         return (not self.declared or all(c == TRUE for _, c in self.declared)) and not self.required \
             and not self.rules and self.names is lx.ANY_STRING and self.min_properties == 0 \
-            and self.max_properties is None
+            and self.max_properties is None and not self.witnesses
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,8 @@ def _intersect_objects(a: ObjectShape, b: ObjectShape, limits: Limits) -> Option
             declared[name] = conj | a.undeclared_schema(name)
     names = _and(a.names, b.names, limits)
     shape = ObjectShape(tuple(declared.items()), a.required | b.required, a.rules + b.rules, names,
-                        max(a.min_properties, b.min_properties), _min_opt(a.max_properties, b.max_properties))
+                        max(a.min_properties, b.min_properties), _min_opt(a.max_properties, b.max_properties),
+                        _dedupe(a.witnesses + b.witnesses))
     if shape.max_properties is not None and (shape.min_properties > shape.max_properties
                                              or len(shape.required) > shape.max_properties):
         return None
