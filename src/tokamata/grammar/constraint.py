@@ -212,18 +212,21 @@ class GrammarConstraint:
     def advance(self, configs, token: int):
         """Configurations after ``token`` (empty tuple if it is not allowed)."""
         special = self._special_tokens.get(token)
-        if special is not None:
-            result = []
+        result = []
+        if special is not None:  # the token spells special terminals (and maybe text too)
             for config in configs:
                 for after in self.boundary_parsers(config):
                     for terminal in special:
                         parser = self.parser.scan(after, terminal)
                         if parser >= 0:
                             result.append((parser, self.lexer_start(parser), True))
-            return tuple(dict.fromkeys(result))
         data = self.vocab.token_bytes[token] if token < len(self.vocab.token_bytes) else None
         if not data:
-            return ()
+            return tuple(dict.fromkeys(result))
+        text = self._advance_text(configs, data)
+        return tuple(dict.fromkeys(result + list(text))) if result else text
+
+    def _advance_text(self, configs, data: bytes):
         step = self.lexer.step
         ends = self.lexer.ends
         current = {(parser, lexer) for parser, lexer, _ in configs if lexer != DEAD}

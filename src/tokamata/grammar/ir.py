@@ -134,14 +134,29 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
             elif nonterminal_index(symbol) >= num_nonterminals:
                 raise _error(grammar, f"undefined rule #{nonterminal_index(symbol)}", rule.origin)
 
-    # productive nonterminals: fixpoint
+    # productive nonterminals: a worklist over rules, linear in the grammar's size
     productive = [False] * num_nonterminals
-    changed = True
-    while changed:
-        changed = False
-        for rule in grammar.rules:
-            if not productive[rule.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)] for s in rule.rhs):
-                productive[rule.lhs] = changed = True
+    missing = []  # per rule: nonterminal occurrences not yet known productive
+    users: dict[int, list[int]] = {}
+    ready = []
+    for index, rule in enumerate(grammar.rules):
+        count = 0
+        for symbol in rule.rhs:
+            if not is_terminal(symbol):
+                users.setdefault(nonterminal_index(symbol), []).append(index)
+                count += 1
+        missing.append(count)
+        if count == 0:
+            ready.append(index)
+    while ready:
+        lhs = grammar.rules[ready.pop()].lhs
+        if productive[lhs]:
+            continue
+        productive[lhs] = True
+        for index in users.get(lhs, ()):
+            missing[index] -= 1
+            if missing[index] == 0:
+                ready.append(index)
     if not productive[grammar.start]:
         raise _error(grammar, f"the grammar's language is empty: {grammar.nonterminals[grammar.start]} "
                               "derives no finite string", _first_origin(grammar, grammar.start))
