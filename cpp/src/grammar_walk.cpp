@@ -141,17 +141,22 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
     return memo.emplace(key, std::move(out)).first->second;
   };
 
+  // One walk over the union of the events' subtrees (events come in DFS order, so nested
+  // events are met inside their ancestors' walks): a node's configurations are its parent's,
+  // stepped over the node's byte, plus the boundary configurations of the node's own event.
+  // A node whose set is empty is still entered when an event lies below it.
   const std::vector<BoundaryEvent>& events = events_locked(state);
   std::vector<Config> buf;
   std::vector<std::pair<size_t, size_t>> levels;
-  for (const BoundaryEvent& event : events) {
-    const std::vector<Config>& start = targets(parser, event.state);
-    if (start.empty()) continue;
+  size_t next_event = 0;
+  while (next_event < events.size()) {
+    const BoundaryEvent& root = events[next_event++];
+    const std::vector<Config>& start = targets(parser, root.state);
     buf.assign(start.begin(), start.end());
     levels.clear();
     levels.emplace_back(0, buf.size());
-    const size_t end = event.node + nodes[event.node].subtree_size;
-    size_t p = event.node + 1;
+    const size_t end = root.node + nodes[root.node].subtree_size;
+    size_t p = root.node + 1;
     while (p < end) {
       const TrieNode& node = nodes[p];
       const int32_t cls = class_map[node.byte];
@@ -167,7 +172,13 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
           buf.insert(buf.end(), after.begin(), after.end());
         }
       }
-      if (buf.size() > fresh) {
+      if (next_event < events.size() && events[next_event].node == p) {
+        const std::vector<Config>& own = targets(parser, events[next_event].state);
+        buf.insert(buf.end(), own.begin(), own.end());
+        ++next_event;
+      }
+      const bool live = buf.size() > fresh;
+      if (live) {
         if (buf.size() - fresh > 1) {
           std::sort(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end());
           buf.erase(std::unique(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end()), buf.end());
@@ -176,15 +187,14 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
           const int32_t t = token_ids[node.token_begin + k];
           bits[t >> 5] |= 1u << (t & 31);
         }
-        if (node.subtree_size > 1) {
-          levels.emplace_back(fresh, buf.size());
-          p += 1;
-          continue;
-        }
-        p += 1;
-      } else {
-        p += node.subtree_size;
       }
+      const bool pending = next_event < events.size() && events[next_event].node < p + node.subtree_size;
+      if (node.subtree_size > 1 && (live || pending)) {
+        levels.emplace_back(fresh, buf.size());
+        p += 1;
+        continue;
+      }
+      p += live ? 1 : node.subtree_size;
       for (int32_t k = 1; k < node.num_parents && levels.size() > 1; ++k) levels.pop_back();
       buf.resize(levels.back().second);
     }
