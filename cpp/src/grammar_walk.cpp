@@ -119,6 +119,83 @@ void GrammarCore::boundary(int32_t parser, int32_t state, std::vector<Config>& o
   }
 }
 
+const EventIndex& GrammarCore::index_locked(int32_t state) {
+  auto it = index_.find(state);
+  if (it != index_.end()) return *it->second;
+  const std::vector<BoundaryEvent>& events = events_locked(state);
+  const TrieNode* nodes = lexer_->trie().nodes().data();
+  auto index = std::make_unique<EventIndex>();
+  std::unordered_map<int32_t, uint32_t> which;
+  std::vector<std::pair<uint32_t, uint32_t>> keyed;  // (group * 256 + byte, child)
+  for (const BoundaryEvent& e : events) {
+    auto [slot, added] = which.emplace(e.state, static_cast<uint32_t>(index->states.size()));
+    if (added) index->states.push_back(e.state);
+    const uint32_t group = slot->second;
+    const uint32_t end = e.node + nodes[e.node].subtree_size;
+    for (uint32_t child = e.node + 1; child < end; child += nodes[child].subtree_size) {
+      keyed.emplace_back(group * 256u + nodes[child].byte, child);
+    }
+  }
+  std::sort(keyed.begin(), keyed.end());
+  index->offsets.assign(index->states.size() * 256 + 1, 0);
+  for (const auto& entry : keyed) index->offsets[entry.first + 1]++;
+  for (size_t i = 1; i < index->offsets.size(); ++i) index->offsets[i] += index->offsets[i - 1];
+  index->children.reserve(keyed.size());
+  for (const auto& entry : keyed) index->children.push_back(entry.second);
+  return *index_.emplace(state, std::move(index)).first->second;
+}
+
+// Walks the subtree below `node` whose configurations (after node's own byte) are
+// buf[0, buf.size()), setting the bits of the tokens some configuration keeps alive.
+void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* bits,
+                             const std::function<const std::vector<Config>&(int32_t, int32_t)>& targets) {
+  LazyDfa& dfa = lexer_->dfa();
+  const TokenTrie& trie = lexer_->trie();
+  const TrieNode* nodes = trie.nodes().data();
+  const int32_t* token_ids = trie.token_ids().data();
+  const uint8_t* class_map = dfa.class_map();
+  std::vector<std::pair<size_t, size_t>> levels;
+  levels.emplace_back(0, buf.size());
+  const size_t end = root + nodes[root].subtree_size;
+  size_t p = root + 1;
+  while (p < end) {
+    const TrieNode& node = nodes[p];
+    const int32_t cls = class_map[node.byte];
+    const auto [begin, stop] = levels.back();
+    const size_t fresh = buf.size();
+    for (size_t i = begin; i < stop; ++i) {
+      const Config c = buf[i];
+      const int32_t next = dfa.step_class(c.state, cls);
+      if (next < 0) continue;
+      buf.push_back(Config{c.parser, next});
+      if (node.subtree_size > 1 && dfa.accepting(next)) {
+        const std::vector<Config>& after = targets(c.parser, next);
+        buf.insert(buf.end(), after.begin(), after.end());
+      }
+    }
+    if (buf.size() > fresh) {
+      if (buf.size() - fresh > 1) {
+        std::sort(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end());
+        buf.erase(std::unique(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end()), buf.end());
+      }
+      for (int32_t k = 0; k < node.token_count; ++k) {
+        const int32_t t = token_ids[node.token_begin + k];
+        bits[t >> 5] |= 1u << (t & 31);
+      }
+      if (node.subtree_size > 1) {
+        levels.emplace_back(fresh, buf.size());
+        p += 1;
+        continue;
+      }
+      p += 1;
+    } else {
+      p += node.subtree_size;
+    }
+    for (int32_t k = 1; k < node.num_parents && levels.size() > 1; ++k) levels.pop_back();
+    buf.resize(levels.back().second);
+  }
+}
+
 int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
   LazyDfa& dfa = lexer_->dfa();
@@ -129,7 +206,8 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   int64_t calls = 0;
 
   std::unordered_map<uint64_t, std::vector<Config>> memo;
-  auto targets = [&](int32_t p, int32_t s) -> const std::vector<Config>& {
+  std::function<const std::vector<Config>&(int32_t, int32_t)> targets =
+      [&](int32_t p, int32_t s) -> const std::vector<Config>& {
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(p)) << 32) | static_cast<uint32_t>(s);
     auto it = memo.find(key);
     if (it != memo.end()) return it->second;
@@ -141,62 +219,46 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
     return memo.emplace(key, std::move(out)).first->second;
   };
 
-  // One walk over the union of the events' subtrees (events come in DFS order, so nested
-  // events are met inside their ancestors' walks): a node's configurations are its parent's,
-  // stepped over the node's byte, plus the boundary configurations of the node's own event.
-  // A node whose set is empty is still entered when an event lies below it.
-  const std::vector<BoundaryEvent>& events = events_locked(state);
-  std::vector<Config> buf;
-  std::vector<std::pair<size_t, size_t>> levels;
-  size_t next_event = 0;
-  while (next_event < events.size()) {
-    const BoundaryEvent& root = events[next_event++];
-    const std::vector<Config>& start = targets(parser, root.state);
-    buf.assign(start.begin(), start.end());
-    levels.clear();
-    levels.emplace_back(0, buf.size());
-    const size_t end = root.node + nodes[root.node].subtree_size;
-    size_t p = root.node + 1;
-    while (p < end) {
-      const TrieNode& node = nodes[p];
-      const int32_t cls = class_map[node.byte];
-      const auto [begin, stop] = levels.back();
-      const size_t fresh = buf.size();
-      for (size_t i = begin; i < stop; ++i) {
-        const Config c = buf[i];
+  const EventIndex& index = index_locked(state);
+  std::vector<Config> stepped, buf;
+  for (size_t group = 0; group < index.states.size(); ++group) {
+    const std::vector<Config> after = targets(parser, index.states[group]);  // copy: memo may rehash
+    if (after.empty()) continue;
+    for (int32_t byte = 0; byte < 256; ++byte) {
+      const uint32_t first = index.offsets[group * 256 + byte], last = index.offsets[group * 256 + byte + 1];
+      if (first == last) continue;
+      const int32_t cls = class_map[byte];
+      stepped.clear();
+      bool any_boundary = false;
+      for (const Config& c : after) {
         const int32_t next = dfa.step_class(c.state, cls);
         if (next < 0) continue;
-        buf.push_back(Config{c.parser, next});
-        if (node.subtree_size > 1 && dfa.accepting(next)) {
-          const std::vector<Config>& after = targets(c.parser, next);
-          buf.insert(buf.end(), after.begin(), after.end());
+        stepped.push_back(Config{c.parser, next});
+        any_boundary = any_boundary || dfa.accepting(next);
+      }
+      if (stepped.empty()) continue;
+      const size_t plain = stepped.size();
+      if (any_boundary) {
+        for (size_t i = 0; i < plain; ++i) {
+          if (!dfa.accepting(stepped[i].state)) continue;
+          const std::vector<Config>& more = targets(stepped[i].parser, stepped[i].state);
+          stepped.insert(stepped.end(), more.begin(), more.end());
         }
       }
-      if (next_event < events.size() && events[next_event].node == p) {
-        const std::vector<Config>& own = targets(parser, events[next_event].state);
-        buf.insert(buf.end(), own.begin(), own.end());
-        ++next_event;
-      }
-      const bool live = buf.size() > fresh;
-      if (live) {
-        if (buf.size() - fresh > 1) {
-          std::sort(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end());
-          buf.erase(std::unique(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end()), buf.end());
-        }
+      std::sort(stepped.begin(), stepped.end());
+      stepped.erase(std::unique(stepped.begin(), stepped.end()), stepped.end());
+      for (uint32_t i = first; i < last; ++i) {
+        const uint32_t child = index.children[i];
+        const TrieNode& node = nodes[child];
         for (int32_t k = 0; k < node.token_count; ++k) {
           const int32_t t = token_ids[node.token_begin + k];
           bits[t >> 5] |= 1u << (t & 31);
         }
+        if (node.subtree_size > 1) {
+          buf.assign(stepped.begin(), stepped.end());
+          walk_below(child, buf, bits, targets);
+        }
       }
-      const bool pending = next_event < events.size() && events[next_event].node < p + node.subtree_size;
-      if (node.subtree_size > 1 && (live || pending)) {
-        levels.emplace_back(fresh, buf.size());
-        p += 1;
-        continue;
-      }
-      p += live ? 1 : node.subtree_size;
-      for (int32_t k = 1; k < node.num_parents && levels.size() > 1; ++k) levels.pop_back();
-      buf.resize(levels.back().second);
     }
   }
   return calls;

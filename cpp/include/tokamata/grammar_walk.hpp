@@ -14,10 +14,13 @@
 //   accepting state: the places where a lexeme may end strictly inside a token. Computed once per
 //   state by a trie walk, cached.
 // - crossing(parser, s) sets the bits of the tokens that end the current lexeme strictly inside
-//   themselves and are allowed from there on, possibly crossing several more boundaries: for
-//   each event, the subtree below its node is walked with the set of configurations that follow
-//   the boundary (deduplicated per trie level). Together with the inside row of s (tokens that
-//   keep the current lexeme live) this is the exact token mask of the configuration.
+//   themselves and are allowed from there on, possibly crossing several more boundaries.
+//   Together with the inside row of s (tokens that keep the current lexeme live) this is the
+//   exact token mask of the configuration. The events' children are indexed by (lexer state at
+//   the event, child byte); for each group the configurations after the boundary are stepped
+//   over the byte once, and only the children whose byte some configuration can take are
+//   walked (deduplicated per trie level). So an identifier state with 47k events costs only
+//   the children that can start what the parser allows after an identifier.
 // - Walks hold the lexer core's compute mutex (they may expand the DFA through Python) and run
 //   without the GIL; the boundary callback re-acquires it.
 #pragma once
@@ -43,6 +46,13 @@ struct Config {
 struct BoundaryEvent {
   uint32_t node;
   int32_t state;
+};
+
+// The children of a lexer state's events, grouped by (event state, child byte).
+struct EventIndex {
+  std::vector<int32_t> states;         // distinct event states
+  std::vector<uint32_t> offsets;       // (states.size() * 256 + 1) offsets into children
+  std::vector<uint32_t> children;      // child node indices
 };
 
 // Boundary-event nodes by structural lexer-state key, shared by every grammar over one
@@ -92,6 +102,9 @@ class GrammarCore {
 
  private:
   const std::vector<BoundaryEvent>& events_locked(int32_t state);
+  const EventIndex& index_locked(int32_t state);
+  void walk_below(uint32_t node, std::vector<Config>& buf, uint32_t* bits,
+                  const std::function<const std::vector<Config>&(int32_t, int32_t)>& targets);
   const std::vector<int32_t>& ends_of(int32_t state);
   int32_t start_of(int32_t parser);
   void boundary(int32_t parser, int32_t state, std::vector<Config>& out);
@@ -108,6 +121,7 @@ class GrammarCore {
   std::vector<int32_t> start_by_allowed_;  // kUnknown until asked
   mutable std::mutex events_mu_;
   std::unordered_map<int32_t, std::unique_ptr<std::vector<BoundaryEvent>>> events_;
+  std::unordered_map<int32_t, std::unique_ptr<EventIndex>> index_;  // under the compute mutex
 };
 
 }  // namespace tokamata
