@@ -49,7 +49,7 @@ GRAMMAR_NAMES = ("json", "arithmetic", "c_like", "csv", "nested_lists", "sql")
 # tests/unit/test_grammar_samples.py, replayed against tokamata byte by byte.
 EXAMPLES = {
     "json": (['{"a": [1, -2.5e+3, true, null], "b\\u00e9\\n": {}}', ' "é" ', "0", "[]", "[[],{}]",
-              "-0", "1E+2", '"\u2028\x7f😀"', '{"":""}', ' [ ] '],
+              "-0", "1E+2", '"\u2028\x7f😀"', '{"":""}', ' [ ] ', '"\\/\\b\\f\\r\\t\\"\\\\"'],
              ["01", "[1,]", '"\\x"', '{"a"}', "tru", "'a'", '"\x01"', "1.", "", "+1", "[1 2]",
               '"\\u12G4"', "nul", "1e", ".5"]),
     "arithmetic": (["1 + 2 * (x - -3) / y_1", "--4", "a*b*c", "(((1)))", "1.5e3-.5", "1.e5", ".5",

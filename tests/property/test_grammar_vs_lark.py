@@ -5,12 +5,12 @@ tests/data/grammars/ (lark's Earley with ``lexer="dynamic_complete"`` is the ref
   real tokenizer and also cut into random vocabulary tokens, are allowed token by token and
   end accepting with EOS allowed.
 - Soundness: seeded random walks through the mask (EOS taken with growing probability; the
-  class of a token's first byte drawn uniformly, then short tokens preferred): a walk ended by EOS decodes to UTF-8 text lark parses; a walk cut
-  by its step budget (extended by a few steps to finish a UTF-8 character) decodes to an
-  exact prefix of some sentence (tests/lark_prefix.py), and the matcher is accepting exactly
-  when lark parses the text. At the cut, a sample of one-byte tokens is also checked both
-  ways against the prefix oracle (allowed iff text + byte is still a prefix).
-
+  class of a token's first byte drawn uniformly, then short tokens preferred): a walk ended
+  by EOS decodes to UTF-8 text lark parses; a walk cut by its step budget (extended by a few
+  steps to finish a UTF-8 character) decodes to an exact prefix of some sentence
+  (tests/lark_prefix.py), and the matcher is accepting exactly when lark parses the text.
+  Where a walk stops (cut or EOS), a sample of one-byte tokens is also checked both ways
+  against the prefix oracle (allowed iff text + byte is still a prefix).
 - Hand-written examples (accepted and rejected, ``grammar_samples.EXAMPLES``) replayed over
   a one-byte-per-token vocabulary: the matcher refuses the first byte exactly where lark says
   the text stops being a prefix (checked at character boundaries), and accepts at the end
@@ -130,7 +130,7 @@ def _check_sentences(tokenizer: str, grammar: str, count: int, seed: int) -> Non
 
 @pytest.mark.parametrize("grammar", GRAMMAR_NAMES)
 def test_sentences_are_accepted_llama3(grammar: str) -> None:
-    _check_sentences("llama3", grammar, count=20, seed=_seed("complete", grammar))
+    _check_sentences("llama3", grammar, count=24, seed=_seed("complete", grammar))
 
 
 @pytest.mark.slow
@@ -184,7 +184,8 @@ def _pick(rng: random.Random, allowed: np.ndarray, lengths: np.ndarray, classes:
 
 
 def _walk(tokenizer: str, grammar: str, seed: int, steps: int, probes: int) -> str:
-    """One random walk; returns "eos" or "cut" (for the caller's tally)."""
+    """One random walk of at most ``steps`` tokens (the budget itself is drawn, so walks stop
+    at many depths); returns "eos" or "cut" (for the caller's tally)."""
     vocab = TOKENIZERS[tokenizer]().vocab
     constraint = _constraint(tokenizer, grammar)
     oracle = _oracle(grammar)
@@ -192,6 +193,7 @@ def _walk(tokenizer: str, grammar: str, seed: int, steps: int, probes: int) -> s
     classes = _first_byte_classes(tokenizer)
     eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
     rng = random.Random(seed)
+    steps = rng.randint(1, steps)
     matcher = constraint.matcher()
     data = b""
     path: list[int] = []
@@ -201,10 +203,10 @@ def _walk(tokenizer: str, grammar: str, seed: int, steps: int, probes: int) -> s
         assert len(allowed), f"{where}: nothing allowed after {data!r} (path {path})"
         eos_allowed = np.isin(eos, allowed)
         if eos_allowed.any() and rng.random() < min(0.9, 0.15 + step / steps):
-            token = int(eos[eos_allowed][0])
-            assert matcher.consume(token)
             text = data.decode("utf-8")  # strict: EOS after a partial character is a bug
             assert oracle.accepts(text), f"{where}: EOS allowed but lark rejects {text!r} (path {path})"
+            _probe_single_bytes(tokenizer, matcher, text, oracle, rng, probes, where)
+            assert matcher.consume(int(eos[eos_allowed][0])) and matcher.is_terminated()
             return "eos"
         if step >= steps and _utf8_complete(data):
             break
@@ -255,7 +257,7 @@ def _check_walks(tokenizer: str, grammar: str, walks: int, steps: int, probes: i
 
 @pytest.mark.parametrize("grammar", GRAMMAR_NAMES)
 def test_random_walks_stay_in_the_language_llama3(grammar: str) -> None:
-    _check_walks("llama3", grammar, walks=10, steps=20, probes=8)
+    _check_walks("llama3", grammar, walks=16, steps=24, probes=8)
 
 
 @pytest.mark.slow
