@@ -707,9 +707,12 @@ def _decmod_hint(args: tuple):
         modulus, k = p, k - t
         if (r * 10 ** k) % p == 0:
             return None
-    width = len(str(modulus))
     if phase == 1:
         width = k
+    else:  # the fewest digits that can complete a multiple: following the hint shortens it
+        width = 1
+        while (-r * 10 ** width) % modulus >= 10 ** width:
+            width += 1
     target = (-r * 10 ** width) % modulus
     return 0x30 + int(str(target).zfill(width)[0])
 

@@ -67,6 +67,7 @@ class Expander:
         self._location_nodes: dict[int, Node] = {}
         self._conj_nodes: dict[Conj, Node] = {}
         self._expanding: set[int] = set()
+        self._computing: set[Conj] = set()
         self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else lx.INTEGER
 
     # -- entry points -----------------------------------------------------------------------
@@ -77,11 +78,15 @@ class Expander:
         found = self._conj_nodes.get(conj)
         if found is not None:
             return found
-        result = ALL
-        for term in sorted(conj, key=repr):
-            result = intersect(result, self.term(term), self.limits)
-            if result.is_empty:
-                break
+        self._computing.add(conj)
+        try:
+            result = ALL
+            for term in sorted(conj, key=repr):
+                result = intersect(result, self.term(term), self.limits, self._prune)
+                if result.is_empty:
+                    break
+        finally:
+            self._computing.discard(conj)
         self._conj_nodes[conj] = result
         return result
 
@@ -114,6 +119,13 @@ class Expander:
             self._expanding.discard(location)
         self._location_nodes[location] = result
         return result
+
+    def _prune(self, conj: Conj) -> bool:
+        """Cheap emptiness proof for shape pruning (one level deep; never re-enters a
+        conjunction being computed)."""
+        if conj in self._computing or any(isinstance(t, int) and t in self._expanding for t in conj):
+            return False
+        return self._conj_empty(conj, 1)
 
     def sub(self, path: Path) -> Node:
         return self.location(self.doc.location(path))
@@ -171,14 +183,14 @@ class Expander:
             parts.append(self._conditional(schema, path))
         result = ALL
         for part in parts:
-            result = intersect(result, part, self.limits)
+            result = intersect(result, part, self.limits, self._prune)
         return result
 
     def _combine(self, keyword: str, nodes: list[Node], path: Path) -> Node:
         if keyword == "allOf":
             result = ALL
             for node in nodes:
-                result = intersect(result, node, self.limits)
+                result = intersect(result, node, self.limits, self._prune)
             return result
         if keyword == "anyOf":
             result = EMPTY
@@ -202,7 +214,7 @@ class Expander:
         otherwise = self.sub(path + ("else",)) if "else" in schema else ALL
         if then is ALL and otherwise is ALL:
             return ALL
-        taken = intersect(condition, then, self.limits)
+        taken = intersect(condition, then, self.limits, self._prune)
         not_taken = self.difference(otherwise, condition, path + ("if",))
         return union(taken, not_taken)
 
@@ -450,7 +462,7 @@ class Expander:
         return replace(shape, declared=tuple(declared.items()))
 
     def _meet(self, shape: ObjectShape, objects: tuple[ObjectShape, ...]) -> list[ObjectShape]:
-        node = intersect(Node(objects=(shape,)), Node(objects=objects), self.limits)
+        node = intersect(Node(objects=(shape,)), Node(objects=objects), self.limits, self._prune)
         return list(node.objects)
 
     def _split(self, shapes: list, key: str, present, path: Path) -> list:
@@ -550,7 +562,7 @@ class Expander:
             if touching:
                 node = Node(objects=tuple(touching)) if isinstance(other, ObjectShape) else Node(arrays=tuple(touching))
                 rest = complement(other, path)
-                node = intersect(rest, node, self.limits)  # the condition's members first
+                node = intersect(rest, node, self.limits, self._prune)  # the condition's members first
                 kept.extend(node.objects if isinstance(other, ObjectShape) else node.arrays)
             pieces = kept
         return tuple(dict.fromkeys(pieces))
@@ -575,10 +587,11 @@ class Expander:
                 shapes.append(ObjectShape(witnesses=((outside, TRUE),)))
         for language, conj in shape.witnesses:
             shapes.append(ObjectShape(rules=((language, _not(conj, path)),)))
-        for name in shape.required:
-            shapes.append(ObjectShape(declared=((name, FALSE),)))
         for name, conj in shape.declared:
-            if conj != TRUE:
+            # one shape per member: missing (when required) or present with a wrong value
+            if name in shape.required:
+                shapes.append(ObjectShape(declared=((name, _not(conj, path)),)))
+            elif conj != TRUE:
                 shapes.append(ObjectShape(declared=((name, _not(conj, path)),), required=frozenset({name})))
         if shape.min_properties > 0:
             shapes.append(ObjectShape(max_properties=shape.min_properties - 1))
@@ -617,9 +630,9 @@ class Expander:
     # -- disjointness (conservative: True only when proven) ---------------------------------
     def _disjoint(self, a, b, depth: int = 3) -> bool:
         if isinstance(a, ObjectShape):
-            node = intersect(Node(objects=(a,)), Node(objects=(b,)), self.limits)
+            node = intersect(Node(objects=(a,)), Node(objects=(b,)), self.limits, self._prune)
             return all(self._object_empty(s, depth) for s in node.objects)
-        node = intersect(Node(arrays=(a,)), Node(arrays=(b,)), self.limits)
+        node = intersect(Node(arrays=(a,)), Node(arrays=(b,)), self.limits, self._prune)
         return all(self._array_empty(s, depth) for s in node.arrays)
 
     def _object_empty(self, shape: ObjectShape, depth: int) -> bool:

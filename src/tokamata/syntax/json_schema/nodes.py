@@ -138,19 +138,66 @@ def _dedupe(items: tuple) -> tuple:
 def union(a: Node, b: Node) -> Node:
     return Node(a.null or b.null, a.true or b.true, a.false or b.false,
                 d.alternation(a.number, b.number), d.alternation(a.string, b.string),
-                _dedupe(a.objects + b.objects), _dedupe(a.arrays + b.arrays))
+                _simplify(a.objects + b.objects), _simplify(a.arrays + b.arrays))
+
+
+_SUBSUMPTION_LIMIT = 400  # shapes: above this, only exact duplicates are removed
+
+
+def _simplify(shapes: tuple) -> tuple:
+    """Drop duplicates and shapes another shape of the union visibly contains (its
+    constraints are a subset of theirs), so unions of complements stay small."""
+    shapes = _dedupe(shapes)
+    if len(shapes) < 2 or len(shapes) > _SUBSUMPTION_LIMIT:
+        return shapes
+    kept = []
+    for i, x in enumerate(shapes):
+        if not any(j != i and _contains(y, x) and not (_contains(x, y) and j > i) for j, y in enumerate(shapes)):
+            kept.append(x)
+    return tuple(kept)
+
+
+def _at_most(x: Optional[int], y: Optional[int]) -> bool:
+    """x <= y with None as infinity."""
+    return y is None or (x is not None and x <= y)
+
+
+def _contains(y, x) -> bool:
+    """A sufficient syntactic test that every value of shape ``x`` fits shape ``y``."""
+    if type(x) is not type(y):
+        return False
+    if isinstance(y, ObjectShape):
+        if y.is_any:
+            return True
+        x_names = dict(x.declared)
+        if not (y.required <= x.required and y.min_properties <= x.min_properties
+                and _at_most(x.max_properties, y.max_properties) and set(y.rules) <= set(x.rules)
+                and set(y.witnesses) <= set(x.witnesses) and (y.names is lx.ANY_STRING or y.names is x.names)):
+            return False
+        for name, conj in y.declared:
+            if name not in x_names or not conj <= x_names[name]:
+                return False
+        return all(y.undeclared_schema(name) <= conj for name, conj in x.declared if name not in dict(y.declared))
+    if y.is_any:
+        return True
+    if not (y.min_items <= x.min_items and _at_most(x.max_items, y.max_items) and y.rest <= x.rest
+            and set(y.contains) <= set(x.contains) and (x.unique or not y.unique)):
+        return False
+    return all(y.at(i) <= x.at(i) for i in range(max(len(x.prefix), len(y.prefix))))
 
 
 MAX_SHAPES = 4096
 
 
-def intersect(a: Node, b: Node, limits: Limits) -> Node:
+def intersect(a: Node, b: Node, limits: Limits, empty: Optional[Callable[[Conj], bool]] = None) -> Node:
+    """``a`` and ``b``; ``empty(conj)``, when given, proves member schemas empty, so shapes
+    that require an impossible member are dropped (keeps products of unions small)."""
     if a is ALL:
         return b
     if b is ALL:
         return a
-    objects = _product(a.objects, b.objects, _intersect_objects, limits)
-    arrays = _product(a.arrays, b.arrays, _intersect_arrays, limits)
+    objects = _product(a.objects, b.objects, _intersect_objects, limits, empty)
+    arrays = _product(a.arrays, b.arrays, _intersect_arrays, limits, empty)
     return Node(a.null and b.null, a.true and b.true, a.false and b.false,
                 _and(a.number, b.number, limits), _and(a.string, b.string, limits), objects, arrays)
 
@@ -163,16 +210,23 @@ def _and(x: d.Expr, y: d.Expr, limits: Limits) -> d.Expr:
     return d.intersection(x, y, limits=limits)
 
 
-def _product(xs: tuple, ys: tuple, combine: Callable, limits: Limits) -> tuple:
+def _product(xs: tuple, ys: tuple, combine: Callable, limits: Limits, empty) -> tuple:
     if len(xs) * len(ys) > MAX_SHAPES:
         raise LimitExceeded("max_grammar_symbols", len(xs) * len(ys), MAX_SHAPES)
     out = []
     for x in xs:
         for y in ys:
             z = combine(x, y, limits)
-            if z is not None:
+            if z is not None and not (empty and _needs_empty(z, empty)):
                 out.append(z)
-    return _dedupe(tuple(out))
+    return _simplify(tuple(out))
+
+
+def _needs_empty(shape, empty: Callable[[Conj], bool]) -> bool:
+    """Whether ``shape`` requires a member whose schema is empty."""
+    if isinstance(shape, ObjectShape):
+        return any(empty(conj) for name, conj in shape.declared if name in shape.required)
+    return any(empty(shape.at(i)) for i in range(min(shape.min_items, len(shape.prefix) + 1)))
 
 
 def _min_opt(x: Optional[int], y: Optional[int]) -> Optional[int]:
