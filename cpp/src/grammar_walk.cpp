@@ -119,30 +119,87 @@ void GrammarCore::boundary(int32_t parser, int32_t state, std::vector<Config>& o
   }
 }
 
+EventIndex GrammarCore::build_index(const std::vector<BoundaryEvent>& events) const {
+  const TrieNode* nodes = lexer_->trie().nodes().data();
+  EventIndex index;
+  std::unordered_map<int32_t, uint32_t> which;
+  std::vector<uint32_t> group_of(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    auto [slot, added] = which.emplace(events[i].state, static_cast<uint32_t>(index.states.size()));
+    if (added) index.states.push_back(events[i].state);
+    group_of[i] = slot->second;
+  }
+  // counting sort of the children by (group, byte)
+  index.offsets.assign(index.states.size() * 256 + 1, 0);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const uint32_t node = events[i].node, end = node + nodes[node].subtree_size;
+    for (uint32_t child = node + 1; child < end; child += nodes[child].subtree_size) {
+      index.offsets[group_of[i] * 256u + nodes[child].byte + 1]++;
+    }
+  }
+  for (size_t i = 1; i < index.offsets.size(); ++i) index.offsets[i] += index.offsets[i - 1];
+  index.children.resize(index.offsets.back());
+  std::vector<uint32_t> fill(index.offsets.begin(), index.offsets.end() - 1);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const uint32_t node = events[i].node, end = node + nodes[node].subtree_size;
+    for (uint32_t child = node + 1; child < end; child += nodes[child].subtree_size) {
+      index.children[fill[group_of[i] * 256u + nodes[child].byte]++] = child;
+    }
+  }
+  return index;
+}
+
 const EventIndex& GrammarCore::index_locked(int32_t state) {
   auto it = index_.find(state);
   if (it != index_.end()) return *it->second;
-  const std::vector<BoundaryEvent>& events = events_locked(state);
-  const TrieNode* nodes = lexer_->trie().nodes().data();
-  auto index = std::make_unique<EventIndex>();
-  std::unordered_map<int32_t, uint32_t> which;
-  std::vector<std::pair<uint32_t, uint32_t>> keyed;  // (group * 256 + byte, child)
-  for (const BoundaryEvent& e : events) {
-    auto [slot, added] = which.emplace(e.state, static_cast<uint32_t>(index->states.size()));
-    if (added) index->states.push_back(e.state);
-    const uint32_t group = slot->second;
-    const uint32_t end = e.node + nodes[e.node].subtree_size;
-    for (uint32_t child = e.node + 1; child < end; child += nodes[child].subtree_size) {
-      keyed.emplace_back(group * 256u + nodes[child].byte, child);
-    }
-  }
-  std::sort(keyed.begin(), keyed.end());
-  index->offsets.assign(index->states.size() * 256 + 1, 0);
-  for (const auto& entry : keyed) index->offsets[entry.first + 1]++;
-  for (size_t i = 1; i < index->offsets.size(); ++i) index->offsets[i] += index->offsets[i - 1];
-  index->children.reserve(keyed.size());
-  for (const auto& entry : keyed) index->children.push_back(entry.second);
+  auto index = std::make_unique<EventIndex>(build_index(events_locked(state)));
   return *index_.emplace(state, std::move(index)).first->second;
+}
+
+namespace {
+// Subtrees at least this big get their (node, state) data cached instead of walked each time.
+constexpr uint32_t kBigSubtree = 512;
+// At most this many (node, state) entries per grammar; past it, big subtrees are walked.
+constexpr size_t kMaxSubtreeEntries = 4096;
+// Deeper recursion (boundaries within one token) falls back to the non-recursive walk.
+constexpr int kMaxRecursion = 64;
+}  // namespace
+
+const SubtreeData* GrammarCore::subtree_data(uint32_t root, int32_t state) {
+  const uint64_t key = (static_cast<uint64_t>(root) << 32) | static_cast<uint32_t>(state);
+  auto it = subtrees_.find(key);
+  if (it != subtrees_.end()) return it->second.get();
+  if (subtrees_.size() >= kMaxSubtreeEntries) return nullptr;
+  LazyDfa& dfa = lexer_->dfa();
+  const TokenTrie& trie = lexer_->trie();
+  const TrieNode* nodes = trie.nodes().data();
+  const int32_t* token_ids = trie.token_ids().data();
+  const uint8_t* class_map = dfa.class_map();
+  auto data = std::make_unique<SubtreeData>();
+  std::vector<BoundaryEvent> events;
+  std::vector<int32_t> states;
+  states.push_back(state);
+  const size_t end = root + nodes[root].subtree_size;
+  size_t p = root + 1;
+  while (p < end) {
+    const TrieNode& node = nodes[p];
+    const int32_t next = dfa.step_class(states.back(), class_map[node.byte]);
+    if (next >= 0) {
+      for (int32_t k = 0; k < node.token_count; ++k) data->inside.push_back(token_ids[node.token_begin + k]);
+      if (node.subtree_size > 1) {
+        if (dfa.accepting(next)) events.push_back(BoundaryEvent{static_cast<uint32_t>(p), next});
+        states.push_back(next);
+        p += 1;
+        continue;
+      }
+      p += 1;
+    } else {
+      p += node.subtree_size;
+    }
+    for (int32_t k = 1; k < node.num_parents && states.size() > 1; ++k) states.pop_back();
+  }
+  data->index = build_index(events);
+  return subtrees_.emplace(key, std::move(data)).first->second.get();
 }
 
 // Walks the subtree below `node` whose configurations (after node's own byte) are
@@ -196,18 +253,88 @@ void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* 
   }
 }
 
+// For each group of events (one event state), hands the event's terminal(s) to the parser,
+// steps the resulting configurations over each child byte once, and continues below the
+// children those configurations can enter.
+void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, const Targets& targets,
+                               int depth) {
+  LazyDfa& dfa = lexer_->dfa();
+  const TrieNode* nodes = lexer_->trie().nodes().data();
+  const int32_t* token_ids = lexer_->trie().token_ids().data();
+  const uint8_t* class_map = dfa.class_map();
+  std::vector<Config> stepped;
+  for (size_t group = 0; group < index.states.size(); ++group) {
+    const std::vector<Config> after = targets(parser, index.states[group]);  // a copy: the memo may rehash
+    if (after.empty()) continue;
+    for (int32_t byte = 0; byte < 256; ++byte) {
+      const uint32_t first = index.offsets[group * 256 + byte], last = index.offsets[group * 256 + byte + 1];
+      if (first == last) continue;
+      const int32_t cls = class_map[byte];
+      stepped.clear();
+      for (const Config& c : after) {
+        const int32_t next = dfa.step_class(c.state, cls);
+        if (next >= 0) stepped.push_back(Config{c.parser, next});
+      }
+      if (stepped.empty()) continue;
+      if (stepped.size() > 1) {
+        std::sort(stepped.begin(), stepped.end());
+        stepped.erase(std::unique(stepped.begin(), stepped.end()), stepped.end());
+      }
+      for (uint32_t i = first; i < last; ++i) {
+        const uint32_t child = index.children[i];
+        const TrieNode& node = nodes[child];
+        for (int32_t k = 0; k < node.token_count; ++k) {
+          const int32_t t = token_ids[node.token_begin + k];
+          bits[t >> 5] |= 1u << (t & 31);
+        }
+        if (node.subtree_size > 1) cross_at(child, stepped, bits, targets, depth + 1);
+      }
+    }
+  }
+}
+
+// The tokens strictly below `node` allowed from `configs` (the configurations after node's
+// byte, the node's own tokens already handled): the lexeme in progress may continue, end (then
+// the parser takes it and the next one starts), again and again.
+void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, const Targets& targets,
+                           int depth) {
+  LazyDfa& dfa = lexer_->dfa();
+  const TrieNode* nodes = lexer_->trie().nodes().data();
+  std::vector<Config> rest;
+  const std::vector<Config>* todo = &configs;
+  if (nodes[node].subtree_size >= kBigSubtree && depth < kMaxRecursion) {
+    for (const Config& c : configs) {
+      const SubtreeData* data = subtree_data(node, c.state);
+      if (!data) {  // the cache is full: walk
+        rest.push_back(c);
+        continue;
+      }
+      for (int32_t t : data->inside) bits[t >> 5] |= 1u << (t & 31);
+      cross_groups(data->index, c.parser, bits, targets, depth);
+      if (dfa.accepting(c.state)) {  // the lexeme may end exactly at `node`: fresh ones below
+        const std::vector<Config> after = targets(c.parser, c.state);  // a copy: the memo may rehash
+        if (!after.empty()) cross_at(node, after, bits, targets, depth + 1);
+      }
+    }
+    if (rest.empty()) return;
+    todo = &rest;
+  }
+  std::vector<Config> buf(todo->begin(), todo->end());
+  for (const Config& c : *todo) {
+    if (!dfa.accepting(c.state)) continue;
+    const std::vector<Config>& after = targets(c.parser, c.state);
+    buf.insert(buf.end(), after.begin(), after.end());
+  }
+  std::sort(buf.begin(), buf.end());
+  buf.erase(std::unique(buf.begin(), buf.end()), buf.end());
+  walk_below(node, buf, bits, targets);
+}
+
 int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
-  LazyDfa& dfa = lexer_->dfa();
-  const TokenTrie& trie = lexer_->trie();
-  const TrieNode* nodes = trie.nodes().data();
-  const int32_t* token_ids = trie.token_ids().data();
-  const uint8_t* class_map = dfa.class_map();
   int64_t calls = 0;
-
   std::unordered_map<uint64_t, std::vector<Config>> memo;
-  std::function<const std::vector<Config>&(int32_t, int32_t)> targets =
-      [&](int32_t p, int32_t s) -> const std::vector<Config>& {
+  Targets targets = [&](int32_t p, int32_t s) -> const std::vector<Config>& {
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(p)) << 32) | static_cast<uint32_t>(s);
     auto it = memo.find(key);
     if (it != memo.end()) return it->second;
@@ -218,49 +345,7 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return memo.emplace(key, std::move(out)).first->second;
   };
-
-  const EventIndex& index = index_locked(state);
-  std::vector<Config> stepped, buf;
-  for (size_t group = 0; group < index.states.size(); ++group) {
-    const std::vector<Config> after = targets(parser, index.states[group]);  // copy: memo may rehash
-    if (after.empty()) continue;
-    for (int32_t byte = 0; byte < 256; ++byte) {
-      const uint32_t first = index.offsets[group * 256 + byte], last = index.offsets[group * 256 + byte + 1];
-      if (first == last) continue;
-      const int32_t cls = class_map[byte];
-      stepped.clear();
-      bool any_boundary = false;
-      for (const Config& c : after) {
-        const int32_t next = dfa.step_class(c.state, cls);
-        if (next < 0) continue;
-        stepped.push_back(Config{c.parser, next});
-        any_boundary = any_boundary || dfa.accepting(next);
-      }
-      if (stepped.empty()) continue;
-      const size_t plain = stepped.size();
-      if (any_boundary) {
-        for (size_t i = 0; i < plain; ++i) {
-          if (!dfa.accepting(stepped[i].state)) continue;
-          const std::vector<Config>& more = targets(stepped[i].parser, stepped[i].state);
-          stepped.insert(stepped.end(), more.begin(), more.end());
-        }
-      }
-      std::sort(stepped.begin(), stepped.end());
-      stepped.erase(std::unique(stepped.begin(), stepped.end()), stepped.end());
-      for (uint32_t i = first; i < last; ++i) {
-        const uint32_t child = index.children[i];
-        const TrieNode& node = nodes[child];
-        for (int32_t k = 0; k < node.token_count; ++k) {
-          const int32_t t = token_ids[node.token_begin + k];
-          bits[t >> 5] |= 1u << (t & 31);
-        }
-        if (node.subtree_size > 1) {
-          buf.assign(stepped.begin(), stepped.end());
-          walk_below(child, buf, bits, targets);
-        }
-      }
-    }
-  }
+  cross_groups(index_locked(state), parser, bits, targets, 0);
   return calls;
 }
 

@@ -55,6 +55,13 @@ struct EventIndex {
   std::vector<uint32_t> children;      // child node indices
 };
 
+// What a lexer state does below one trie node (a node with a big subtree): the tokens whose
+// rest keeps the state live without a boundary, and the events (boundaries) below the node.
+struct SubtreeData {
+  std::vector<int32_t> inside;  // token ids, strictly below the node
+  EventIndex index;
+};
+
 // Boundary-event nodes by structural lexer-state key, shared by every grammar over one
 // vocabulary (like SharedRowCache). Holds node indices only: a grammar recomputes the lexer
 // states at those nodes by running its DFA along each node's path.
@@ -102,9 +109,13 @@ class GrammarCore {
 
  private:
   const std::vector<BoundaryEvent>& events_locked(int32_t state);
+  using Targets = std::function<const std::vector<Config>&(int32_t, int32_t)>;
   const EventIndex& index_locked(int32_t state);
-  void walk_below(uint32_t node, std::vector<Config>& buf, uint32_t* bits,
-                  const std::function<const std::vector<Config>&(int32_t, int32_t)>& targets);
+  const SubtreeData* subtree_data(uint32_t node, int32_t state);
+  EventIndex build_index(const std::vector<BoundaryEvent>& events) const;
+  void walk_below(uint32_t node, std::vector<Config>& buf, uint32_t* bits, const Targets& targets);
+  void cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, const Targets& targets, int depth);
+  void cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, const Targets& targets, int depth);
   const std::vector<int32_t>& ends_of(int32_t state);
   int32_t start_of(int32_t parser);
   void boundary(int32_t parser, int32_t state, std::vector<Config>& out);
@@ -122,6 +133,7 @@ class GrammarCore {
   mutable std::mutex events_mu_;
   std::unordered_map<int32_t, std::unique_ptr<std::vector<BoundaryEvent>>> events_;
   std::unordered_map<int32_t, std::unique_ptr<EventIndex>> index_;  // under the compute mutex
+  std::unordered_map<uint64_t, std::unique_ptr<SubtreeData>> subtrees_;  // (node, state), ditto
 };
 
 }  // namespace tokamata
