@@ -3,8 +3,10 @@
 Invariants
 
 * Nothing here measures an engine: it reads the ``GrammarResult``s of bench_grammar.py.
-* Ratios are tokamata / peer (the issue states its targets that way); the target is judged on
-  the warm mean and warm p99 per fill of every grammar: tokamata's no worse than llguidance's.
+* Ratios are tokamata / peer (the issue states its targets that way); the target (tokamata's
+  mean and p99 per fill no worse than llguidance's) is judged per grammar on the warm passes
+  and, separately, on the cold pass: warm passes repeat the same texts, so per-state caches
+  hit more often than on new text.
 * Number formatting and machine information come from report.py, so both reports read alike.
 """
 
@@ -89,7 +91,7 @@ def targets(s, cases, engines) -> list[tuple[str, str, str]]:
     out = []
     if T not in engines or REFERENCE not in engines:
         return [("tokamata mask mean and p99 <= llguidance's", "N/A", "needs tokamata and llguidance")]
-    for metric in ("mean", "p99"):
+    for metric, label in (("mean", "warm mean"), ("p99", "warm p99"), ("cold_mean", "cold-pass mean"), ("cold_p99", "cold-pass p99")):
         pairs = [(c.name, getattr(s[c.name][T], metric), getattr(s[c.name][REFERENCE], metric))
                  for c in cases if T in s[c.name] and REFERENCE in s[c.name]]
         detail = "; ".join(f"{n}: {_fmt(a, 2)} vs {_fmt(b, 2)}" for n, a, b in pairs)
@@ -97,7 +99,7 @@ def targets(s, cases, engines) -> list[tuple[str, str, str]]:
         bad = [n for n, a, b in pairs if n not in missing and a > b]
         verdict = (f"FAIL (no measurement: {', '.join(missing)})" if missing
                    else "PASS" if not bad else f"FAIL ({', '.join(bad)})")
-        out.append((f"warm mask {metric}(tokamata) <= {metric}(llguidance) [us]", verdict, detail))
+        out.append((f"mask fill {label}: tokamata <= llguidance [us]", verdict, detail))
     errs = [f"{c.name}: {s[c.name][T].disallowed} disallowed, {s[c.name][T].errors} error(s)" for c in cases
             if T in s[c.name] and s[c.name][T].errors]
     out.append(("tokamata allows every instance token and accepts every instance", "PASS" if not errs else "FAIL", "; ".join(errs) or "all ok"))
