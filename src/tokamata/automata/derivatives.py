@@ -85,6 +85,8 @@ def clear_interned() -> int:
         utf8_char.cache_clear()
         _end_marks.clear()
         _emptiness.clear()
+        _infinite_memo.clear()
+        _max_length_memo.clear()
     return count
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
@@ -620,6 +622,9 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
     known = _emptiness.get(key)
     if known is not None:
         return known
+    if kind == _DIFF and _infinite(members[0]) and _max_length(members[1]) is not None:
+        _emptiness[key] = True  # longer strings than the subtrahend has are left over
+        return True
     from ..limits import DEFAULT_LIMITS
     budget = (limits or DEFAULT_LIMITS).max_dfa_states
     visited = {key}
@@ -654,6 +659,60 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
     for seen in visited:
         _emptiness[seen] = False
     return False
+
+
+_infinite_memo: Dict[int, bool] = {}
+_max_length_memo: Dict[int, object] = {}
+
+
+def _infinite(node: Expr) -> bool:
+    """True only when ``node`` surely matches infinitely many strings (sound, not complete)."""
+    found = _infinite_memo.get(node.id)
+    if found is None:
+        kind = node.kind
+        if kind == _REPEAT:
+            item, _, high = node.args
+            found = (high == UNBOUNDED and item is not EPSILON) or _infinite(item)
+        elif kind == _CONCAT or kind == _ALT:
+            found = any(_infinite(m) for m in node.args)
+        elif kind == _UNTIL or kind == _DECMOD:
+            found = True
+        elif kind == _DIFF:
+            found = _infinite(node.args[0]) and _max_length(node.args[1]) is not None
+        else:
+            found = False
+        _infinite_memo[node.id] = found
+    return found
+
+
+def _max_length(node: Expr):
+    """The length of the longest string of ``node``, or None when unbounded (or unknown)."""
+    if node.id in _max_length_memo:
+        return _max_length_memo[node.id]
+    kind = node.kind
+    result: object = None
+    if kind == _NOTHING or kind == _EPSILON or kind == _MARK:
+        result = 0
+    elif kind == _BYTES:
+        result = 1
+    elif kind == _UTF8:
+        result = 4
+    elif kind == _CONCAT or kind == _ALT:
+        parts = [_max_length(m) for m in node.args]
+        if all(p is not None for p in parts):
+            result = sum(parts) if kind == _CONCAT else max(parts)
+    elif kind == _REPEAT:
+        item, _, high = node.args
+        inner = _max_length(item)
+        if inner is not None and high != UNBOUNDED:
+            result = inner * high
+    elif kind == _AND:
+        parts = [p for p in (_max_length(m) for m in node.args) if p is not None]
+        result = min(parts) if parts else None
+    elif kind == _DIFF:
+        result = _max_length(node.args[0])
+    _max_length_memo[node.id] = result
+    return result
 
 
 def _representatives(members: tuple) -> list:

@@ -53,6 +53,10 @@ def _not(conj: Conj, path: Path) -> Conj:
         return TRUE
     if conj == TRUE:
         return FALSE
+    if len(conj) == 1:
+        (term,) = conj
+        if isinstance(term, tuple) and term[0] == "not":
+            return term[1]  # not not C == C
     return frozenset({("not", conj, path)})
 
 
@@ -68,6 +72,7 @@ class Expander:
         self._conj_nodes: dict[Conj, Node] = {}
         self._expanding: set[int] = set()
         self._computing: set[Conj] = set()
+        self._proving = 0
         self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else lx.INTEGER
 
     # -- entry points -----------------------------------------------------------------------
@@ -125,7 +130,13 @@ class Expander:
         conjunction being computed)."""
         if conj in self._computing or any(isinstance(t, int) and t in self._expanding for t in conj):
             return False
-        return self._conj_empty(conj, 1)
+        if self._proving >= 2:  # proofs nest (a proof computes nodes, which prune): bound them
+            return FALSE_TERM in conj
+        self._proving += 1
+        try:
+            return self._conj_empty(conj, 1)
+        finally:
+            self._proving -= 1
 
     def sub(self, path: Path) -> Node:
         return self.location(self.doc.location(path))
@@ -536,21 +547,36 @@ class Expander:
 
     def difference(self, a: Node, b: Node, path: Path) -> Node:
         """Values of ``a`` not in ``b`` (exact, or :class:`Unsupported`)."""
-        if b.number is d.NOTHING:
+        if b.number is d.NOTHING or a.number is d.NOTHING:
             number = a.number
-        elif b.number is lx.NUMBER or a.number is d.NOTHING:
+        elif b.number is lx.NUMBER:
             number = d.NOTHING
+        elif d.intersection(a.number, b.number, limits=self.limits) is d.NOTHING:
+            number = a.number  # disjoint: nothing to take away (keeps exponents, too)
         else:
             self._notation(path)
             plain = d.intersection(a.number, lx.PLAIN_NUMBER, limits=self.limits)
             number = d.difference(plain, b.number, self.limits)
         objects = self._shape_difference(a.objects, b.objects, self.complement_object, path)
         arrays = self._shape_difference(a.arrays, b.arrays, self.complement_array, path)
+        string = a.string
+        if a.string is not d.NOTHING and b.string is not d.NOTHING and \
+                d.intersection(a.string, b.string, limits=self.limits) is not d.NOTHING:
+            string = d.difference(a.string, b.string, self.limits)
         return Node(a.null and not b.null, a.true and not b.true, a.false and not b.false, number,
-                    d.difference(a.string, b.string, self.limits), objects, arrays)
+                    string, objects, arrays)
 
     def _shape_difference(self, shapes: tuple, removed: tuple, complement, path: Path) -> tuple:
         pieces = list(shapes)
+        if pieces and len(removed) > 1 and isinstance(removed[0], ObjectShape):
+            key = self._discriminator(removed)
+            if key is not None:  # complement the whole union at once: linear, not a product
+                touching = [p for p in pieces if not all(self._disjoint(p, o) for o in removed)]
+                kept = [p for p in pieces if p not in touching]
+                if touching:
+                    rest = self._discriminated_complement(removed, key, path)
+                    kept.extend(intersect(rest, Node(objects=tuple(touching)), self.limits, self._prune).objects)
+                return tuple(dict.fromkeys(kept))
         for other in removed:
             if not pieces:
                 break
@@ -566,6 +592,44 @@ class Expander:
                 kept.extend(node.objects if isinstance(other, ObjectShape) else node.arrays)
             pieces = kept
         return tuple(dict.fromkeys(pieces))
+
+    def _discriminator(self, shapes: tuple) -> Optional[str]:
+        """A member every shape requires, with scalar values no two shapes share (``kind``
+        in a tagged union), or None."""
+        common = set.intersection(*(set(s.required) for s in shapes))
+        for name in sorted(common):
+            nodes = []
+            for shape in shapes:
+                try:
+                    node = self.node(shape.schema_of(name))
+                except (Unsupported, SchemaError):
+                    break
+                if node.objects or node.arrays:
+                    break
+                nodes.append(node)
+            else:
+                if all(self._scalars_disjoint(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:]):
+                    return name
+        return None
+
+    def _scalars_disjoint(self, a: Node, b: Node) -> bool:
+        if (a.null and b.null) or (a.true and b.true) or (a.false and b.false):
+            return False
+        for x, y in ((a.number, b.number), (a.string, b.string)):
+            if x is not d.NOTHING and y is not d.NOTHING and d.intersection(x, y, limits=self.limits) is not d.NOTHING:
+                return False
+        return True
+
+    def _discriminated_complement(self, shapes: tuple, key: str, path: Path) -> Node:
+        """Objects in none of ``shapes``, which are told apart by member ``key``: the key
+        missing or matching none of them, or matching shape i and failing it."""
+        tags = [shape.schema_of(key) for shape in shapes]
+        outside = frozenset().union(*(_not(tag, path) for tag in tags))
+        result = [ObjectShape(declared=((key, outside),))]
+        for shape, tag in zip(shapes, tags):
+            chosen = Node(objects=(ObjectShape(declared=((key, tag),), required=frozenset({key})),))
+            result.extend(intersect(chosen, self.complement_object(shape, path), self.limits, self._prune).objects)
+        return replace(ALL, objects=tuple(result))
 
     def complement_object(self, shape: ObjectShape, path: Path) -> Node:
         """Objects failing ``shape``: a required member missing, a declared member with a
@@ -630,15 +694,31 @@ class Expander:
     # -- disjointness (conservative: True only when proven) ---------------------------------
     def _disjoint(self, a, b, depth: int = 3) -> bool:
         if isinstance(a, ObjectShape):
-            node = intersect(Node(objects=(a,)), Node(objects=(b,)), self.limits, self._prune)
+            node = intersect(Node(objects=(a,)), Node(objects=(b,)), self.limits)
             return all(self._object_empty(s, depth) for s in node.objects)
-        node = intersect(Node(arrays=(a,)), Node(arrays=(b,)), self.limits, self._prune)
+        node = intersect(Node(arrays=(a,)), Node(arrays=(b,)), self.limits)
         return all(self._array_empty(s, depth) for s in node.arrays)
 
     def _object_empty(self, shape: ObjectShape, depth: int) -> bool:
         if shape.max_properties is not None and len(shape.required) > shape.max_properties:
             return True
-        return any(self._conj_empty(conj, depth) for name, conj in shape.declared if name in shape.required)
+        if any(self._conj_empty(conj, depth) for name, conj in shape.declared if name in shape.required):
+            return True
+        if shape.min_properties == 0 and not shape.witnesses:
+            return False
+        # members that may appear at all: declared ones not forbidden, and undeclared keys
+        # outside every rule whose schema is false
+        allowed = [name for name, conj in shape.declared if FALSE_TERM not in conj]
+        forbidden = d.alternation(*[language for language, conj in shape.rules if FALSE_TERM in conj],
+                                  *(lx.string_literal(name) for name, _ in shape.declared))
+        free = d.difference(shape.names, forbidden, self.limits)
+        if free is d.NOTHING and shape.min_properties > len(allowed):
+            return True
+        for language, _ in shape.witnesses:
+            if d.intersection(free, language, limits=self.limits) is d.NOTHING and \
+                    not any(st.name_accepts(language, name) for name in allowed):
+                return True
+        return False
 
     def _array_empty(self, shape: ArrayShape, depth: int) -> bool:
         if shape.max_items is not None and shape.min_items > shape.max_items:
@@ -648,7 +728,7 @@ class Expander:
     def _conj_empty(self, conj: Conj, depth: int) -> bool:
         if FALSE_TERM in conj:
             return True
-        if depth <= 0:
+        if depth <= 0 or conj in self._computing:
             return False
         try:
             node = self.node(conj)
