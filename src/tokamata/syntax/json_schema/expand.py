@@ -74,6 +74,8 @@ class Expander:
         self._computing: set[Conj] = set()
         self._proving = 0
         self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else lx.INTEGER
+        text = json.dumps(document.root, default=str)
+        self._annotations = "unevaluatedProperties" in text or "unevaluatedItems" in text
 
     # -- entry points -----------------------------------------------------------------------
     def conj(self, path: Path) -> Conj:
@@ -195,6 +197,8 @@ class Expander:
         result = ALL
         for part in parts:
             result = intersect(result, part, self.limits, self._prune)
+        if draft >= 2019 and ("unevaluatedProperties" in schema or "unevaluatedItems" in schema):
+            result = self._unevaluated(result, schema, path)
         return result
 
     def _combine(self, keyword: str, nodes: list[Node], path: Path) -> Node:
@@ -224,7 +228,12 @@ class Expander:
         then = self.sub(path + ("then",)) if "then" in schema else ALL
         otherwise = self.sub(path + ("else",)) if "else" in schema else ALL
         if then is ALL and otherwise is ALL:
-            return ALL
+            if not self._annotations:
+                return ALL
+            try:  # "if" alone still evaluates members, for unevaluated* elsewhere
+                return union(condition, self.complement(condition, path + ("if",)))
+            except Unsupported:
+                return ALL
         taken = intersect(condition, then, self.limits, self._prune)
         not_taken = self.difference(otherwise, condition, path + ("if",))
         return union(taken, not_taken)
@@ -377,7 +386,7 @@ class Expander:
         draft = self.doc.draft
         keys = ("properties", "patternProperties", "additionalProperties", "required", "propertyNames",
                 "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
-                "dependencies", "unevaluatedProperties")
+                "dependencies")
         if not any(k in schema for k in keys):
             return None
         properties = schema.get("properties", {})
@@ -394,14 +403,15 @@ class Expander:
             additional = self.conj(path + ("additionalProperties",))
         elif self.options.strict and "properties" in schema:
             additional = FALSE
-        if "unevaluatedProperties" in schema and draft >= 2019:
-            additional = self._unevaluated(schema, path, "unevaluatedProperties", additional,
-                                           ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef",
-                                            "$recursiveRef", "dependentSchemas"))
         if additional is not None and additional != TRUE:
             others = d.alternation(*(language for language, _ in patterns))
             rules.append((d.difference(lx.ANY_STRING, others, self.limits), additional))
         base = ObjectShape(rules=tuple(r for r in rules if r[1] != TRUE))
+        if "additionalProperties" in schema:
+            evaluated = lx.ANY_STRING
+        else:
+            evaluated = d.alternation(lx.string_literals(list(properties)) if properties else d.NOTHING,
+                                      *(language for language, _ in patterns))
         declared: dict[str, Conj] = {}
         for name in properties:
             own = self.conj(path + ("properties", name))
@@ -415,7 +425,7 @@ class Expander:
             names = self.sub(path + ("propertyNames",)).string
         shape = ObjectShape(tuple(declared.items()), frozenset(), base.rules, names,
                             self._count(schema, "minProperties", path) or 0,
-                            self._count(schema, "maxProperties", path))
+                            self._count(schema, "maxProperties", path), evaluated=evaluated)
         shape = self.require(shape, required)
         shapes = [shape] if shape is not None else []
         dependent_required = dict(schema.get("dependentRequired", {}) if draft >= 2019 else {})
@@ -436,19 +446,34 @@ class Expander:
             shapes = self._split(shapes, key, lambda s, objects=objects: self._meet(s, objects), path)
         return tuple(shapes)
 
-    def _unevaluated(self, schema: dict, path: Path, keyword: str, current: Optional[Conj],
-                     applicators: tuple[str, ...]) -> Optional[Conj]:
-        """``unevaluated*`` where no applicator can evaluate members: it then acts on exactly
-        the members the sibling keywords leave over."""
-        value = schema[keyword]
-        if value is True or value == {}:
-            return current
-        if any(a in schema for a in applicators):
-            raise unsupported(keyword, path, "together with in-place applicators (annotation tracking "
-                              "is not supported)")
-        if current is not None:
-            return current  # everything is evaluated by the sibling keyword
-        return self.conj(path + (keyword,))
+    def _unevaluated(self, node: Node, schema: dict, path: Path) -> Node:
+        """Apply ``unevaluatedProperties`` / ``unevaluatedItems`` to the node of the whole
+        schema object (its siblings and in-place applicators already intersected)."""
+        objects, arrays = node.objects, node.arrays
+        if "unevaluatedProperties" in schema:
+            extra = self.conj(path + ("unevaluatedProperties",))
+            shapes = []
+            for shape in objects:
+                left = d.difference(lx.ANY_STRING, shape.evaluated, self.limits)
+                declared = tuple((name, conj if st.name_accepts(shape.evaluated, name) else conj | extra)
+                                 for name, conj in shape.declared)
+                rules = shape.rules + (((left, extra),) if extra != TRUE and left is not d.NOTHING else ())
+                shapes.append(replace(shape, declared=declared, rules=rules, evaluated=lx.ANY_STRING))
+            objects = tuple(shapes)
+        if "unevaluatedItems" in schema:
+            extra = self.conj(path + ("unevaluatedItems",))
+            shapes = []
+            for shape in arrays:
+                if shape.contains:
+                    raise unsupported("unevaluatedItems", path, "together with contains (items evaluated "
+                                      "by contains depend on their values)")
+                if shape.evaluated != -1:
+                    n = shape.evaluated
+                    prefix = tuple(c | extra if i >= n else c for i, c in enumerate(shape.prefix))
+                    shape = replace(shape, prefix=prefix, rest=shape.rest | extra)
+                shapes.append(replace(shape, evaluated=-1))
+            arrays = tuple(shapes)
+        return replace(node, objects=objects, arrays=arrays)
 
     def require(self, shape: Optional[ObjectShape], names: list) -> Optional[ObjectShape]:
         """``shape`` with ``names`` required (declared after the others when new); None when
@@ -498,7 +523,7 @@ class Expander:
     def _array_keywords(self, schema: dict, path: Path) -> Optional[tuple[ArrayShape, ...]]:
         draft = self.doc.draft
         keys = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
-                "uniqueItems", "unevaluatedItems")
+                "uniqueItems")
         if not any(k in schema for k in keys):
             return None
         prefix: tuple[Conj, ...] = ()
@@ -516,10 +541,6 @@ class Expander:
                     rest = self.conj(path + ("additionalItems",))
             elif items is not None:
                 rest = self.conj(path + ("items",))
-        if "unevaluatedItems" in schema and draft >= 2019:
-            rest = self._unevaluated(schema, path, "unevaluatedItems", rest,
-                                     ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "$dynamicRef",
-                                      "$recursiveRef", "contains"))
         low = self._count(schema, "minItems", path) or 0
         high = self._count(schema, "maxItems", path)
         contains: tuple = ()
@@ -539,7 +560,8 @@ class Expander:
             unique = False
         if high is not None and low > high:
             return ()
-        return (ArrayShape(prefix, TRUE if rest is None else rest, low, high, contains, unique),)
+        evaluated = -1 if rest is not None else len(prefix)
+        return (ArrayShape(prefix, TRUE if rest is None else rest, low, high, contains, unique, evaluated),)
 
     # -- complements ------------------------------------------------------------------------
     def complement(self, node: Node, path: Path) -> Node:

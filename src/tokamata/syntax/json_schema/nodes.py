@@ -22,6 +22,11 @@ Invariants:
   rules and of ``propertyNames`` are witnesses).
 - An :class:`ArrayShape` gives the schema of each position (``prefix``, then ``rest``), the
   length bounds, and ``contains`` counts ``(schema, min, max)``.
+- ``evaluated`` (keys of an object shape, leading items of an array shape) is the
+  annotation ``unevaluatedProperties`` / ``unevaluatedItems`` read: what the keywords that
+  made the shape evaluated. Intersection unions it; complements start from nothing (``not``
+  drops annotations); a union keeps each branch's own, which may under-count when several
+  branches match (then a valid value can be refused, never an invalid one accepted).
 - ``TRUE`` (the empty Conj) is every value; ``FALSE`` contains the false term. Shapes and
   nodes are immutable and hashable.
 """
@@ -56,6 +61,7 @@ class ObjectShape:
     min_properties: int = 0
     max_properties: Optional[int] = None
     witnesses: Tuple[Tuple[d.Expr, Conj], ...] = ()
+    evaluated: d.Expr = d.NOTHING
 
     def schema_of(self, name: str) -> Conj:
         """The schema a member named ``name`` must satisfy."""
@@ -75,7 +81,7 @@ class ObjectShape:
     def is_any(self) -> bool:
         return (not self.declared or all(c == TRUE for _, c in self.declared)) and not self.required \
             and not self.rules and self.names is lx.ANY_STRING and self.min_properties == 0 \
-            and self.max_properties is None and not self.witnesses
+            and self.max_properties is None and not self.witnesses and self.evaluated is d.NOTHING
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,7 @@ class ArrayShape:
     max_items: Optional[int] = None
     contains: Tuple[Tuple[Conj, int, Optional[int]], ...] = ()
     unique: bool = False
+    evaluated: int = 0  # leading items evaluated (annotations for unevaluatedItems); -1: all
 
     def at(self, index: int) -> Conj:
         return self.prefix[index] if index < len(self.prefix) else self.rest
@@ -93,7 +100,7 @@ class ArrayShape:
     @property
     def is_any(self) -> bool:
         return all(c == TRUE for c in self.prefix) and self.rest == TRUE and self.min_items == 0 \
-            and self.max_items is None and not self.contains and not self.unique
+            and self.max_items is None and not self.contains and not self.unique and self.evaluated == 0
 
 
 ANY_OBJECT = ObjectShape()
@@ -165,6 +172,12 @@ def _at_most(x: Optional[int], y: Optional[int]) -> bool:
 def _contains(y, x) -> bool:
     """A sufficient syntactic test that every value of shape ``x`` fits shape ``y``."""
     if type(x) is not type(y):
+        return False
+    # y must carry at least x's annotations, or unevaluated* would see less through y
+    if isinstance(y, ObjectShape):
+        if not (x.evaluated is d.NOTHING or y.evaluated is x.evaluated or y.evaluated is lx.ANY_STRING):
+            return False
+    elif not (y.evaluated == -1 or (x.evaluated != -1 and y.evaluated >= x.evaluated)):
         return False
     if isinstance(y, ObjectShape):
         if y.is_any:
@@ -254,7 +267,7 @@ def _intersect_objects(a: ObjectShape, b: ObjectShape, limits: Limits) -> Option
     names = _and(a.names, b.names, limits)
     shape = ObjectShape(tuple(declared.items()), a.required | b.required, a.rules + b.rules, names,
                         max(a.min_properties, b.min_properties), _min_opt(a.max_properties, b.max_properties),
-                        _dedupe(a.witnesses + b.witnesses))
+                        _dedupe(a.witnesses + b.witnesses), d.alternation(a.evaluated, b.evaluated))
     if shape.max_properties is not None and (shape.min_properties > shape.max_properties
                                              or len(shape.required) > shape.max_properties):
         return None
@@ -268,9 +281,10 @@ def _intersect_arrays(a: ArrayShape, b: ArrayShape, limits: Limits) -> Optional[
         return a
     length = max(len(a.prefix), len(b.prefix))
     prefix = tuple(a.at(i) | b.at(i) for i in range(length))
+    evaluated = -1 if -1 in (a.evaluated, b.evaluated) else max(a.evaluated, b.evaluated)
     shape = ArrayShape(prefix, a.rest | b.rest, max(a.min_items, b.min_items),
                        _min_opt(a.max_items, b.max_items), _dedupe(a.contains + b.contains),
-                       a.unique or b.unique)
+                       a.unique or b.unique, evaluated)
     if shape.max_items is not None and shape.min_items > shape.max_items:
         return None
     return shape
