@@ -264,7 +264,7 @@ void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t
   const uint8_t* class_map = dfa.class_map();
   std::vector<Config> stepped;
   for (size_t group = 0; group < index.states.size(); ++group) {
-    const std::vector<Config> after = targets(parser, index.states[group]);  // a copy: the memo may rehash
+    const std::vector<Config>& after = targets(parser, index.states[group]);  // map nodes never move
     if (after.empty()) continue;
     for (int32_t byte = 0; byte < 256; ++byte) {
       const uint32_t first = index.offsets[group * 256 + byte], last = index.offsets[group * 256 + byte + 1];
@@ -312,7 +312,7 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
       for (int32_t t : data->inside) bits[t >> 5] |= 1u << (t & 31);
       cross_groups(data->index, c.parser, bits, targets, depth);
       if (dfa.accepting(c.state)) {  // the lexeme may end exactly at `node`: fresh ones below
-        const std::vector<Config> after = targets(c.parser, c.state);  // a copy: the memo may rehash
+        const std::vector<Config>& after = targets(c.parser, c.state);
         if (!after.empty()) cross_at(node, after, bits, targets, depth + 1);
       }
     }
@@ -333,17 +333,28 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
 int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
   int64_t calls = 0;
+  // (parser, state) -> configurations after the boundary; a small direct-mapped table in front
+  // of the map, since walks ask for the same few pairs over and over
   std::unordered_map<uint64_t, std::vector<Config>> memo;
+  constexpr size_t kSlots = 256;
+  std::vector<std::pair<uint64_t, const std::vector<Config>*>> recent(kSlots, {~0ull, nullptr});
   Targets targets = [&](int32_t p, int32_t s) -> const std::vector<Config>& {
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(p)) << 32) | static_cast<uint32_t>(s);
+    auto& slot = recent[(key * 0x9E3779B97F4A7C15ull) >> 56];
+    if (slot.first == key) return *slot.second;
     auto it = memo.find(key);
-    if (it != memo.end()) return it->second;
+    if (it != memo.end()) {
+      slot = {key, &it->second};
+      return it->second;
+    }
     std::vector<Config> out;
     boundary(p, s, out);
     ++calls;
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    return memo.emplace(key, std::move(out)).first->second;
+    const std::vector<Config>& stored = memo.emplace(key, std::move(out)).first->second;
+    slot = {key, &stored};
+    return stored;
   };
   cross_groups(index_locked(state), parser, bits, targets, 0);
   return calls;
