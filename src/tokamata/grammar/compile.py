@@ -1,4 +1,5 @@
-"""Grammar constraints from text: Lark-style grammars, llama.cpp GBNF, and generic JSON.
+"""Grammar constraints from text: Lark-style grammars, llama.cpp GBNF, generic JSON and JSON
+Schema.
 
 Every error about the grammar text is raised here (by the front ends), before any matcher
 exists, as :class:`InvalidSyntax` / :class:`Unsupported` naming line and column; errors that
@@ -13,7 +14,7 @@ from ..limits import DEFAULT_LIMITS, Limits
 from .constraint import GrammarConstraint, compile_grammar_ir
 from .json import json_grammar, whitespace_bound
 
-__all__ = ["compile_grammar", "compile_gbnf", "compile_json", "compile_grammar_ir"]
+__all__ = ["compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir"]
 
 
 def _limits(limits: Limits | None) -> Limits:
@@ -71,3 +72,34 @@ def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -
     bound = whitespace_bound(whitespace)
     return compile_grammar_ir(json_grammar(limits, bound), vocab, limits=limits,
                               description=f"JSON, whitespace={whitespace!r}")
+
+
+def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: bool = False,
+                        approximate=frozenset(), ignore_unknown_formats: bool = False,
+                        property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
+                        limits: Limits | None = None) -> GrammarConstraint:
+    """Compile a JSON Schema (a dict, a bool, or its JSON text): the output must be a JSON text
+    valid against it. Keywords that cannot be enforced exactly raise :class:`Unsupported` with
+    their JSON pointer unless named in ``approximate`` (then ``constraint.report()`` lists
+    them); a malformed schema raises :class:`SchemaError`.
+
+    ``whitespace``: ``"compact"`` (none), ``"flexible"`` (up to ``max_whitespace`` characters
+    wherever JSON allows) or ``"pretty"`` (``indent`` spaces per level). ``strict=True`` makes
+    an absent ``additionalProperties`` false. ``property_order``: ``"schema"`` or ``"any"``.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"1", b"2", b"-", None], eos_token_ids=[3])
+    >>> m = tokamata.compile_json_schema({"type": "integer", "minimum": 1}, vocab).matcher()
+    >>> m.allowed_tokens().tolist()
+    [0, 1]
+    """
+    from ..syntax.json_schema import schema_to_grammar
+
+    limits = _limits(limits)
+    grammar, report = schema_to_grammar(
+        schema, limits, whitespace=whitespace, strict=strict, approximate=approximate,
+        ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
+        max_whitespace=max_whitespace)
+    constraint = compile_grammar_ir(grammar, vocab, limits=limits, description="JSON Schema")
+    constraint.approximations = tuple(report)
+    return constraint

@@ -57,6 +57,9 @@ class GrammarConstraint:
         self.vocab = vocab
         self.limits = limits
         self.description = description
+        #: what the constraint enforces differently from what was asked (named approximations
+        #: the caller opted into, e.g. JSON Schema keywords), each with where it applies
+        self.approximations: tuple = ()
         self.vocab_size = int(vocab.size)
         self.num_words = (self.vocab_size + 31) // 32
         self.parser = EarleyParser(grammar, limits)
@@ -251,6 +254,10 @@ class GrammarConstraint:
             if not current:
                 return ()
         return tuple(sorted((parser, lexer, False) for parser, lexer in current))
+
+    def report(self) -> list[str]:
+        """The approximations this constraint makes, one line each (empty: exact)."""
+        return [str(a) for a in self.approximations]
 
     def matcher(self) -> "GrammarMatcher":
         """A fresh matcher at the start of the output."""

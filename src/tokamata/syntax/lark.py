@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING
 
 from ..automata import derivatives as d
 from ..automata.lower import lower
-from ..errors import InvalidArgument, InvalidSyntax, LimitExceeded, Unsupported
+from ..errors import SchemaError, InvalidArgument, InvalidSyntax, LimitExceeded, Unsupported
 from ..grammar.ir import Grammar
 from ..limits import Limits
 from .grammar_builder import GrammarBuilder
@@ -373,11 +373,17 @@ def _extend(old: Node, new: Node) -> Node:
 
 
 def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span) -> int:
-    """The symbol deriving the JSON texts ``schema`` accepts, embedded into ``builder``.
+    """The symbol deriving the JSON texts ``schema`` accepts (compact JSON, schema property
+    order, as ``tokamata.compile_json_schema`` with default options), embedded into
+    ``builder``. Errors from the schema keep their class and JSON pointer and gain the place
+    of the ``%json`` in the grammar."""
+    from .json_schema import schema_to_grammar
 
-    To wire the JSON Schema front end: ``sub = schema_to_grammar(schema, ...)`` (a checked
-    :class:`Grammar`), then ``return builder.embed(sub, f"__json{span[0]}_", origin, span)``.
-    """
     source = Source(builder.source)
-    raise Unsupported(f"%json (the JSON Schema compiler is not available yet) ({source.where(span)})",
-                      builder.source, span)
+    try:
+        sub, _ = schema_to_grammar(schema, builder.limits)
+    except SchemaError as error:
+        raise SchemaError(f"{error} (in %json at {source.where(span)})") from None
+    except Unsupported as error:
+        raise Unsupported(f"{error.feature} (in %json at {source.where(span)})", builder.source, span) from None
+    return builder.embed(sub, f"__json{span[0]}_", source.origin(span[0]), span)
