@@ -137,7 +137,10 @@ EventIndex GrammarCore::build_index(const std::vector<BoundaryEvent>& events) co
       index.offsets[group_of[i] * 256u + nodes[child].byte + 1]++;
     }
   }
-  for (size_t i = 1; i < index.offsets.size(); ++i) index.offsets[i] += index.offsets[i - 1];
+  for (size_t i = 1; i < index.offsets.size(); ++i) {
+    if (index.offsets[i]) index.segments.push_back(static_cast<uint32_t>(i - 1));
+    index.offsets[i] += index.offsets[i - 1];
+  }
   index.children.resize(index.offsets.back());
   std::vector<uint32_t> fill(index.offsets.begin(), index.offsets.end() - 1);
   for (size_t i = 0; i < events.size(); ++i) {
@@ -158,9 +161,9 @@ const EventIndex& GrammarCore::index_locked(int32_t state) {
 
 namespace {
 // Subtrees at least this big get their (node, state) data cached instead of walked each time.
-constexpr uint32_t kBigSubtree = 512;
+constexpr uint32_t kBigSubtree = 128;
 // At most this many (node, state) entries per grammar; past it, big subtrees are walked.
-constexpr size_t kMaxSubtreeEntries = 4096;
+constexpr size_t kMaxSubtreeEntries = 16384;
 // Deeper recursion (boundaries within one token) falls back to the non-recursive walk.
 constexpr int kMaxRecursion = 64;
 }  // namespace
@@ -211,7 +214,8 @@ void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* 
   const TrieNode* nodes = trie.nodes().data();
   const int32_t* token_ids = trie.token_ids().data();
   const uint8_t* class_map = dfa.class_map();
-  std::vector<std::pair<size_t, size_t>> levels;
+  std::vector<std::pair<size_t, size_t>>& levels = walk_levels_;
+  levels.clear();
   levels.emplace_back(0, buf.size());
   const size_t end = root + nodes[root].subtree_size;
   size_t p = root + 1;
@@ -263,32 +267,35 @@ void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t
   const int32_t* token_ids = lexer_->trie().token_ids().data();
   const uint8_t* class_map = dfa.class_map();
   std::vector<Config> stepped;
-  for (size_t group = 0; group < index.states.size(); ++group) {
-    const std::vector<Config>& after = targets(parser, index.states[group]);  // map nodes never move
-    if (after.empty()) continue;
-    for (int32_t byte = 0; byte < 256; ++byte) {
-      const uint32_t first = index.offsets[group * 256 + byte], last = index.offsets[group * 256 + byte + 1];
-      if (first == last) continue;
-      const int32_t cls = class_map[byte];
-      stepped.clear();
-      for (const Config& c : after) {
-        const int32_t next = dfa.step_class(c.state, cls);
-        if (next >= 0) stepped.push_back(Config{c.parser, next});
+  uint32_t current_group = ~0u;
+  const std::vector<Config>* after = nullptr;
+  for (uint32_t segment : index.segments) {
+    const uint32_t group = segment / 256, byte = segment % 256;
+    if (group != current_group) {
+      current_group = group;
+      after = &targets(parser, index.states[group]);  // map nodes never move
+    }
+    if (after->empty()) continue;
+    const uint32_t first = index.offsets[segment], last = index.offsets[segment + 1];
+    const int32_t cls = class_map[byte];
+    stepped.clear();
+    for (const Config& c : *after) {
+      const int32_t next = dfa.step_class(c.state, cls);
+      if (next >= 0) stepped.push_back(Config{c.parser, next});
+    }
+    if (stepped.empty()) continue;
+    if (stepped.size() > 1) {
+      std::sort(stepped.begin(), stepped.end());
+      stepped.erase(std::unique(stepped.begin(), stepped.end()), stepped.end());
+    }
+    for (uint32_t i = first; i < last; ++i) {
+      const uint32_t child = index.children[i];
+      const TrieNode& node = nodes[child];
+      for (int32_t k = 0; k < node.token_count; ++k) {
+        const int32_t t = token_ids[node.token_begin + k];
+        bits[t >> 5] |= 1u << (t & 31);
       }
-      if (stepped.empty()) continue;
-      if (stepped.size() > 1) {
-        std::sort(stepped.begin(), stepped.end());
-        stepped.erase(std::unique(stepped.begin(), stepped.end()), stepped.end());
-      }
-      for (uint32_t i = first; i < last; ++i) {
-        const uint32_t child = index.children[i];
-        const TrieNode& node = nodes[child];
-        for (int32_t k = 0; k < node.token_count; ++k) {
-          const int32_t t = token_ids[node.token_begin + k];
-          bits[t >> 5] |= 1u << (t & 31);
-        }
-        if (node.subtree_size > 1) cross_at(child, stepped, bits, targets, depth + 1);
-      }
+      if (node.subtree_size > 1) cross_at(child, stepped, bits, targets, depth + 1);
     }
   }
 }
@@ -296,17 +303,51 @@ void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t
 // The tokens strictly below `node` allowed from `configs` (the configurations after node's
 // byte, the node's own tokens already handled): the lexeme in progress may continue, end (then
 // the parser takes it and the next one starts), again and again.
+bool GrammarCore::first_visit(uint32_t node, const Config& c) {
+  // open addressing over a power-of-two table; entries of older crossings are stale by epoch
+  if ((visit_count_ + 1) * 2 > visits_.size()) {
+    std::vector<Visit> old;
+    old.swap(visits_);
+    visits_.assign(old.empty() ? 4096 : old.size() * 2, Visit{});
+    visit_count_ = 0;
+    for (const Visit& v : old) {
+      if (v.epoch == epoch_) first_visit(v.node, Config{v.parser, v.state});
+    }
+  }
+  const uint64_t key = (static_cast<uint64_t>(node) * 0x9E3779B97F4A7C15ull) ^
+                       (static_cast<uint64_t>(static_cast<uint32_t>(c.parser)) * 0xC2B2AE3D27D4EB4Full) ^
+                       (static_cast<uint64_t>(static_cast<uint32_t>(c.state)) * 0x165667B19E3779F9ull);
+  const size_t mask = visits_.size() - 1;
+  for (size_t i = static_cast<size_t>(key >> 17) & mask;; i = (i + 1) & mask) {
+    Visit& v = visits_[i];
+    if (v.epoch != epoch_) {
+      v = Visit{epoch_, node, c.parser, c.state};
+      ++visit_count_;
+      return true;
+    }
+    if (v.node == node && v.parser == c.parser && v.state == c.state) return false;
+  }
+}
+
 void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, const Targets& targets,
                            int depth) {
   LazyDfa& dfa = lexer_->dfa();
   const TrieNode* nodes = lexer_->trie().nodes().data();
-  std::vector<Config> rest;
-  const std::vector<Config>* todo = &configs;
+  // Each (node, configuration) is handled once per crossing: different splits of a token
+  // into lexemes (a run of spaces, say) reach the same pair again and again.
+  std::vector<Config> todo;
+  todo.reserve(configs.size());
+  for (const Config& c : configs) {
+    if (first_visit(node, c)) todo.push_back(c);
+  }
+  if (todo.empty()) return;
   if (nodes[node].subtree_size >= kBigSubtree && depth < kMaxRecursion) {
-    for (const Config& c : configs) {
+    size_t kept = 0;
+    for (size_t i = 0; i < todo.size(); ++i) {
+      const Config c = todo[i];
       const SubtreeData* data = subtree_data(node, c.state);
       if (!data) {  // the cache is full: walk
-        rest.push_back(c);
+        todo[kept++] = c;
         continue;
       }
       for (int32_t t : data->inside) bits[t >> 5] |= 1u << (t & 31);
@@ -316,17 +357,21 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
         if (!after.empty()) cross_at(node, after, bits, targets, depth + 1);
       }
     }
-    if (rest.empty()) return;
-    todo = &rest;
+    todo.resize(kept);
+    if (todo.empty()) return;
   }
-  std::vector<Config> buf(todo->begin(), todo->end());
-  for (const Config& c : *todo) {
+  // small subtree (or no cache room): one walk with per-level deduplication
+  std::vector<Config>& buf = walk_buf_;
+  buf.assign(todo.begin(), todo.end());
+  for (const Config& c : todo) {
     if (!dfa.accepting(c.state)) continue;
     const std::vector<Config>& after = targets(c.parser, c.state);
     buf.insert(buf.end(), after.begin(), after.end());
   }
-  std::sort(buf.begin(), buf.end());
-  buf.erase(std::unique(buf.begin(), buf.end()), buf.end());
+  if (buf.size() > 1) {
+    std::sort(buf.begin(), buf.end());
+    buf.erase(std::unique(buf.begin(), buf.end()), buf.end());
+  }
   walk_below(node, buf, bits, targets);
 }
 
@@ -356,6 +401,8 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
     slot = {key, &stored};
     return stored;
   };
+  ++epoch_;
+  visit_count_ = 0;
   cross_groups(index_locked(state), parser, bits, targets, 0);
   return calls;
 }

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tokamata/earley.hpp"
@@ -53,6 +54,7 @@ struct EventIndex {
   std::vector<int32_t> states;         // distinct event states
   std::vector<uint32_t> offsets;       // (states.size() * 256 + 1) offsets into children
   std::vector<uint32_t> children;      // child node indices
+  std::vector<uint32_t> segments;      // the (group * 256 + byte) with children, ascending
 };
 
 // What a lexer state does below one trie node (a node with a big subtree): the tokens whose
@@ -134,6 +136,20 @@ class GrammarCore {
   std::unordered_map<int32_t, std::unique_ptr<std::vector<BoundaryEvent>>> events_;
   std::unordered_map<int32_t, std::unique_ptr<EventIndex>> index_;  // under the compute mutex
   std::unordered_map<uint64_t, std::unique_ptr<SubtreeData>> subtrees_;  // (node, state), ditto
+  // scratch of one crossing, under the compute mutex: (node, configuration) pairs already
+  // handled (an open-addressing table; entries of older crossings have an older epoch) and the
+  // buffers of the leaf walks (walk_below never recurses)
+  struct Visit {
+    uint64_t epoch = 0;
+    uint32_t node = 0;
+    int32_t parser = 0, state = 0;
+  };
+  bool first_visit(uint32_t node, const Config& c);
+  std::vector<Visit> visits_;
+  size_t visit_count_ = 0;
+  uint64_t epoch_ = 0;
+  std::vector<Config> walk_buf_;
+  std::vector<std::pair<size_t, size_t>> walk_levels_;
 };
 
 }  // namespace tokamata
