@@ -119,6 +119,15 @@ void GrammarCore::boundary(int32_t parser, int32_t state, std::vector<Config>& o
   }
 }
 
+namespace {
+// Subtrees at least this big get their (node, state) data cached instead of walked each time.
+constexpr uint32_t kBigSubtree = 128;
+// At most this many (node, state) entries per grammar; past it, big subtrees are walked.
+constexpr size_t kMaxSubtreeEntries = 16384;
+// Deeper recursion (boundaries within one token) falls back to the non-recursive walk.
+constexpr int kMaxRecursion = 64;
+}  // namespace
+
 EventIndex GrammarCore::build_index(const std::vector<BoundaryEvent>& events) const {
   const TrieNode* nodes = lexer_->trie().nodes().data();
   EventIndex index;
@@ -132,6 +141,10 @@ EventIndex GrammarCore::build_index(const std::vector<BoundaryEvent>& events) co
   // counting sort of the children by (group, byte)
   index.offsets.assign(index.states.size() * 256 + 1, 0);
   for (size_t i = 0; i < events.size(); ++i) {
+    if (nodes[events[i].node].subtree_size >= kBigSubtree) {
+      index.big_events.emplace_back(events[i].node, group_of[i]);
+      continue;
+    }
     const uint32_t node = events[i].node, end = node + nodes[node].subtree_size;
     for (uint32_t child = node + 1; child < end; child += nodes[child].subtree_size) {
       index.offsets[group_of[i] * 256u + nodes[child].byte + 1]++;
@@ -144,6 +157,7 @@ EventIndex GrammarCore::build_index(const std::vector<BoundaryEvent>& events) co
   index.children.resize(index.offsets.back());
   std::vector<uint32_t> fill(index.offsets.begin(), index.offsets.end() - 1);
   for (size_t i = 0; i < events.size(); ++i) {
+    if (nodes[events[i].node].subtree_size >= kBigSubtree) continue;
     const uint32_t node = events[i].node, end = node + nodes[node].subtree_size;
     for (uint32_t child = node + 1; child < end; child += nodes[child].subtree_size) {
       index.children[fill[group_of[i] * 256u + nodes[child].byte]++] = child;
@@ -159,14 +173,6 @@ const EventIndex& GrammarCore::index_locked(int32_t state) {
   return *index_.emplace(state, std::move(index)).first->second;
 }
 
-namespace {
-// Subtrees at least this big get their (node, state) data cached instead of walked each time.
-constexpr uint32_t kBigSubtree = 128;
-// At most this many (node, state) entries per grammar; past it, big subtrees are walked.
-constexpr size_t kMaxSubtreeEntries = 16384;
-// Deeper recursion (boundaries within one token) falls back to the non-recursive walk.
-constexpr int kMaxRecursion = 64;
-}  // namespace
 
 const SubtreeData* GrammarCore::subtree_data(uint32_t root, int32_t state) {
   const uint64_t key = (static_cast<uint64_t>(root) << 32) | static_cast<uint32_t>(state);
@@ -202,6 +208,13 @@ const SubtreeData* GrammarCore::subtree_data(uint32_t root, int32_t state) {
     for (int32_t k = 1; k < node.num_parents && states.size() > 1; ++k) states.pop_back();
   }
   data->index = build_index(events);
+  const size_t words = static_cast<size_t>(lexer_->num_words());
+  if (data->inside.size() > words) {  // a bitset is smaller and faster to OR
+    data->inside_bits.assign(words, 0u);
+    for (int32_t t : data->inside) data->inside_bits[t >> 5] |= 1u << (t & 31);
+    data->inside.clear();
+    data->inside.shrink_to_fit();
+  }
   return subtrees_.emplace(key, std::move(data)).first->second.get();
 }
 
@@ -266,6 +279,10 @@ void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t
   const TrieNode* nodes = lexer_->trie().nodes().data();
   const int32_t* token_ids = lexer_->trie().token_ids().data();
   const uint8_t* class_map = dfa.class_map();
+  for (const auto& [node, group] : index.big_events) {
+    const std::vector<Config>& after = targets(parser, index.states[group]);
+    if (!after.empty()) cross_at(node, after, bits, targets, depth + 1);
+  }
   std::vector<Config> stepped;
   uint32_t current_group = ~0u;
   const std::vector<Config>* after = nullptr;
@@ -351,6 +368,7 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
         continue;
       }
       for (int32_t t : data->inside) bits[t >> 5] |= 1u << (t & 31);
+      for (size_t w = 0; w < data->inside_bits.size(); ++w) bits[w] |= data->inside_bits[w];
       cross_groups(data->index, c.parser, bits, targets, depth);
       if (dfa.accepting(c.state)) {  // the lexeme may end exactly at `node`: fresh ones below
         const std::vector<Config>& after = targets(c.parser, c.state);

@@ -55,12 +55,16 @@ struct EventIndex {
   std::vector<uint32_t> offsets;       // (states.size() * 256 + 1) offsets into children
   std::vector<uint32_t> children;      // child node indices
   std::vector<uint32_t> segments;      // the (group * 256 + byte) with children, ascending
+  // events at nodes with big subtrees are not split by child: the configurations after the
+  // boundary continue below the node through its cached subtree data
+  std::vector<std::pair<uint32_t, uint32_t>> big_events;  // (node, group)
 };
 
 // What a lexer state does below one trie node (a node with a big subtree): the tokens whose
 // rest keeps the state live without a boundary, and the events (boundaries) below the node.
 struct SubtreeData {
-  std::vector<int32_t> inside;  // token ids, strictly below the node
+  std::vector<int32_t> inside;        // token ids strictly below the node (when few)
+  std::vector<uint32_t> inside_bits;  // or the same as a bitset over the vocabulary (when many)
   EventIndex index;
 };
 
