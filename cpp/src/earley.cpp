@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <unordered_set>
 
 #include "tokamata/token_row.hpp"  // LimitError
 
@@ -14,6 +13,10 @@ namespace {
 template <typename T>
 std::string key_of(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+int64_t item_key(int32_t position, int32_t origin) {
+  return (static_cast<int64_t>(position) << 32) | static_cast<uint32_t>(origin);
 }
 
 }  // namespace
@@ -43,7 +46,9 @@ EarleyCore::EarleyCore(EarleyTables tables, int64_t max_items, int64_t max_sets)
     if (lhs < 0 || static_cast<size_t>(lhs) >= n) throw std::invalid_argument("lhs out of range");
   }
   auto root = std::make_unique<Set>();
-  close({}, 0, {t_.start}, *root);
+  std::vector<Item> stack;
+  std::vector<int32_t> roots{t_.start};
+  close(stack, 0, roots, *root);
   sets_.push_back(std::move(root));
 }
 
@@ -51,9 +56,30 @@ void EarleyCore::check(int32_t handle) const {
   if (handle < 0 || static_cast<size_t>(handle) >= sets_.size()) throw std::out_of_range("parser state out of range");
 }
 
+bool EarleyCore::first_time(int64_t key) {
+  if ((seen_count_ + 1) * 2 > seen_.size()) {
+    std::vector<std::pair<uint64_t, int64_t>> old;
+    old.swap(seen_);
+    seen_.assign(old.empty() ? 256 : old.size() * 2, {0, 0});
+    seen_count_ = 0;
+    for (const auto& entry : old) {
+      if (entry.first == epoch_) first_time(entry.second);
+    }
+  }
+  const size_t mask = seen_.size() - 1;
+  for (size_t i = static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 20) & mask;;
+       i = (i + 1) & mask) {
+    auto& slot = seen_[i];
+    if (slot.first != epoch_) {
+      slot = {epoch_, key};
+      ++seen_count_;
+      return true;
+    }
+    if (slot.second == key) return false;
+  }
+}
+
 int32_t EarleyCore::intern_allowed(std::vector<int32_t> terminals) {
-  std::sort(terminals.begin(), terminals.end());
-  terminals.erase(std::unique(terminals.begin(), terminals.end()), terminals.end());
   const std::string key = key_of(terminals);
   auto it = allowed_ids_.find(key);
   if (it != allowed_ids_.end()) return it->second;
@@ -63,69 +89,94 @@ int32_t EarleyCore::intern_allowed(std::vector<int32_t> terminals) {
   return id;
 }
 
-const EarleyCore::Predicted* EarleyCore::predicted_for(std::vector<int32_t> nonterminals) {
-  std::sort(nonterminals.begin(), nonterminals.end());
-  nonterminals.erase(std::unique(nonterminals.begin(), nonterminals.end()), nonterminals.end());
-  const std::string key = key_of(nonterminals);
+const EarleyCore::Predicted* EarleyCore::predicted_for(std::vector<int32_t>& roots) {
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  const std::string roots_key = key_of(roots);
+  auto known = predicted_by_roots_.find(roots_key);
+  if (known != predicted_by_roots_.end()) return known->second;
+  std::vector<int32_t> closed;
+  for (int32_t nt : roots) closed.insert(closed.end(), t_.prediction_closure[nt].begin(), t_.prediction_closure[nt].end());
+  std::sort(closed.begin(), closed.end());
+  closed.erase(std::unique(closed.begin(), closed.end()), closed.end());
+  const std::string key = key_of(closed);
   auto it = predicted_.find(key);
-  if (it != predicted_.end()) return it->second.get();
-  auto block = std::make_unique<Predicted>();
-  for (int32_t nt : nonterminals) {
-    for (int32_t position : t_.prefix_positions[nt]) {
-      const int32_t symbol = t_.next_symbol[position];
-      if (symbol >= 0) {
-        block->scans[symbol].push_back(position);
-      } else {
-        block->waiting[-symbol - 1].push_back(position);
+  const Predicted* out;
+  if (it != predicted_.end()) {
+    out = it->second.get();
+  } else {
+    auto block = std::make_unique<Predicted>();
+    for (int32_t nt : closed) {
+      for (int32_t position : t_.prefix_positions[nt]) {
+        const int32_t symbol = t_.next_symbol[position];
+        block->by_symbol.emplace_back(symbol, position);
+        if (symbol >= 0) block->terminals.push_back(symbol);
       }
     }
+    std::sort(block->by_symbol.begin(), block->by_symbol.end());
+    std::sort(block->terminals.begin(), block->terminals.end());
+    block->terminals.erase(std::unique(block->terminals.begin(), block->terminals.end()), block->terminals.end());
+    out = block.get();
+    predicted_.emplace(key, std::move(block));
   }
-  const Predicted* out = block.get();
-  predicted_.emplace(key, std::move(block));
+  predicted_by_roots_.emplace(roots_key, out);
   return out;
 }
 
-void EarleyCore::close(std::vector<Item> stack, int32_t here, std::vector<int32_t> roots, Set& out) {
-  std::unordered_set<int64_t> seen;
+void EarleyCore::close(std::vector<Item>& stack, int32_t here, std::vector<int32_t>& roots, Set& out) {
+  ++epoch_;
+  seen_count_ = 0;
+  int64_t count = 0;
+  auto by_symbol_less = [](const Entry& a, int32_t s) { return a.symbol < s; };
   while (!stack.empty()) {
     const Item item = stack.back();
     stack.pop_back();
-    const int64_t key = (static_cast<int64_t>(item.position) << 32) | static_cast<uint32_t>(item.origin);
-    if (!seen.insert(key).second) continue;
-    if (static_cast<int64_t>(seen.size()) > max_items_) {
-      throw LimitError("max_earley_items " + std::to_string(seen.size()) + " " + std::to_string(max_items_));
+    if (!first_time(item_key(item.position, item.origin))) continue;
+    if (++count > max_items_) {
+      throw LimitError("max_earley_items " + std::to_string(count) + " " + std::to_string(max_items_));
     }
     const int32_t symbol = t_.next_symbol[item.position];
     if (symbol == kEndOfRule) {
       const int32_t lhs = t_.lhs_of[item.position];
       if (lhs == t_.start && item.origin == 0) out.accepting = true;
       const Set& parent = *sets_[item.origin];
-      auto waiting = parent.waiting.find(lhs);
-      if (waiting != parent.waiting.end()) {
-        for (const Item& p : waiting->second) stack.push_back(Item{p.position + 1, p.origin});
+      const int32_t wanted = -lhs - 1;
+      for (auto it = std::lower_bound(parent.entries.begin(), parent.entries.end(), wanted, by_symbol_less);
+           it != parent.entries.end() && it->symbol == wanted; ++it) {
+        stack.push_back(Item{it->item.position + 1, it->item.origin});
       }
-      auto predicted = parent.predicted->waiting.find(lhs);
-      if (predicted != parent.predicted->waiting.end()) {
-        for (int32_t p : predicted->second) stack.push_back(Item{p + 1, item.origin});
+      const auto& predicted = parent.predicted->by_symbol;
+      for (auto it = std::lower_bound(predicted.begin(), predicted.end(), std::make_pair(wanted, INT32_MIN));
+           it != predicted.end() && it->first == wanted; ++it) {
+        stack.push_back(Item{it->second + 1, item.origin});
       }
-    } else if (symbol >= 0) {
-      out.scans[symbol].push_back(item);
     } else {
-      const int32_t nt = -symbol - 1;
-      out.waiting[nt].push_back(item);
-      roots.push_back(nt);
-      if (t_.nullable[nt]) stack.push_back(Item{item.position + 1, item.origin});
+      out.entries.push_back(Entry{symbol, item});
+      if (symbol < 0) {
+        const int32_t nt = -symbol - 1;
+        roots.push_back(nt);
+        if (t_.nullable[nt]) stack.push_back(Item{item.position + 1, item.origin});
+      }
     }
   }
-  std::vector<int32_t> closed;
-  std::sort(roots.begin(), roots.end());
-  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-  for (int32_t nt : roots) closed.insert(closed.end(), t_.prediction_closure[nt].begin(), t_.prediction_closure[nt].end());
-  out.predicted = predicted_for(std::move(closed));
+  std::sort(out.entries.begin(), out.entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.symbol != b.symbol) return a.symbol < b.symbol;
+    if (a.item.position != b.item.position) return a.item.position < b.item.position;
+    return a.item.origin < b.item.origin;
+  });
+  out.predicted = predicted_for(roots);
   if (here == 0 && t_.nullable[t_.start]) out.accepting = true;
   std::vector<int32_t> allowed;
-  for (const auto& entry : out.scans) allowed.push_back(entry.first);
-  for (const auto& entry : out.predicted->scans) allowed.push_back(entry.first);
+  for (auto it = std::lower_bound(out.entries.begin(), out.entries.end(), 0, by_symbol_less); it != out.entries.end(); ++it) {
+    if (allowed.empty() || allowed.back() != it->symbol) allowed.push_back(it->symbol);
+  }
+  if (!out.predicted->terminals.empty()) {
+    std::vector<int32_t> merged;
+    merged.reserve(allowed.size() + out.predicted->terminals.size());
+    std::set_union(allowed.begin(), allowed.end(), out.predicted->terminals.begin(), out.predicted->terminals.end(),
+                   std::back_inserter(merged));
+    allowed.swap(merged);
+  }
   out.allowed_id = intern_allowed(std::move(allowed));
 }
 
@@ -133,16 +184,19 @@ int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
   std::lock_guard<std::mutex> guard(mu_);
   check(handle);
   Set& current = *sets_[handle];
-  auto memo = current.children.find(terminal);
-  if (memo != current.children.end()) return memo->second;
-  std::vector<Item> kernel;
-  auto scans = current.scans.find(terminal);
-  if (scans != current.scans.end()) {
-    for (const Item& item : scans->second) kernel.push_back(Item{item.position + 1, item.origin});
+  for (const auto& [t, child] : current.children) {
+    if (t == terminal) return child;
   }
-  auto predicted = current.predicted->scans.find(terminal);
-  if (predicted != current.predicted->scans.end()) {
-    for (int32_t p : predicted->second) kernel.push_back(Item{p + 1, handle});
+  std::vector<Item> kernel;
+  auto by_symbol_less = [](const Entry& a, int32_t s) { return a.symbol < s; };
+  for (auto it = std::lower_bound(current.entries.begin(), current.entries.end(), terminal, by_symbol_less);
+       it != current.entries.end() && it->symbol == terminal; ++it) {
+    kernel.push_back(Item{it->item.position + 1, it->item.origin});
+  }
+  const auto& predicted = current.predicted->by_symbol;
+  for (auto it = std::lower_bound(predicted.begin(), predicted.end(), std::make_pair(terminal, INT32_MIN));
+       it != predicted.end() && it->first == terminal; ++it) {
+    kernel.push_back(Item{it->second + 1, handle});
   }
   if (kernel.empty()) return -1;
   std::sort(kernel.begin(), kernel.end(), [](const Item& a, const Item& b) {
@@ -162,11 +216,12 @@ int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
     }
     child = static_cast<int32_t>(sets_.size());
     auto fresh = std::make_unique<Set>();
-    close(kernel, child, {}, *fresh);
+    std::vector<int32_t> roots;
+    close(kernel, child, roots, *fresh);
     sets_.push_back(std::move(fresh));
     by_kernel_.emplace(key, child);
   }
-  sets_[handle]->children.emplace(terminal, child);
+  sets_[handle]->children.emplace_back(terminal, child);
   return child;
 }
 

@@ -5,8 +5,10 @@
 //   when t cannot come next. Sets never change once built (only their scan memo grows).
 // - Sets are hash-consed by kernel: equal kernels are the same handle (a set's closure is a
 //   function of its kernel, since predicted items point at the set itself).
-// - A set stores its earlier-origin items (kernel and completions) one by one and its
-//   predicted items as a shared Predicted block per closed set of predicted nonterminals.
+// - A set stores its earlier-origin items (kernel and completions) as one array sorted by the
+//   symbol after the dot, and its predicted items as a shared Predicted block per set of
+//   predicted nonterminals (also sorted by symbol): lookups are binary searches, and building
+//   a set allocates a handful of arrays.
 // - Nullable nonterminals are advanced over when predicted (Aycock-Horspool).
 // - Every nonterminal is productive (checked in Python), so allowed(h) is exactly the set of
 //   terminals after which the parse is still extendable to a sentence.
@@ -51,23 +53,27 @@ class EarleyCore {
     int32_t position;
     int32_t origin;
   };
+  struct Entry {  // an item with the symbol after its dot
+    int32_t symbol;
+    Item item;
+  };
   struct Predicted {
-    std::unordered_map<int32_t, std::vector<int32_t>> scans;    // terminal -> positions
-    std::unordered_map<int32_t, std::vector<int32_t>> waiting;  // nonterminal -> positions
+    std::vector<std::pair<int32_t, int32_t>> by_symbol;  // (symbol after the dot, position), sorted
+    std::vector<int32_t> terminals;                      // the terminal symbols, sorted, unique
   };
   struct Set {
-    std::unordered_map<int32_t, std::vector<Item>> scans;
-    std::unordered_map<int32_t, std::vector<Item>> waiting;
+    std::vector<Entry> entries;  // earlier-origin items that expect a symbol, sorted by symbol
     const Predicted* predicted = nullptr;
     bool accepting = false;
     int32_t allowed_id = 0;
-    std::unordered_map<int32_t, int32_t> children;
+    std::vector<std::pair<int32_t, int32_t>> children;  // (terminal, handle): the scan memo
   };
 
-  void close(std::vector<Item> kernel, int32_t here, std::vector<int32_t> roots, Set& out);
-  const Predicted* predicted_for(std::vector<int32_t> nonterminals);
+  void close(std::vector<Item>& stack, int32_t here, std::vector<int32_t>& roots, Set& out);
+  const Predicted* predicted_for(std::vector<int32_t>& roots);
   int32_t intern_allowed(std::vector<int32_t> terminals);
   void check(int32_t handle) const;
+  bool first_time(int64_t key);
 
   EarleyTables t_;
   int64_t max_items_;
@@ -75,9 +81,14 @@ class EarleyCore {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Set>> sets_;
   std::unordered_map<std::string, int32_t> by_kernel_;
+  std::unordered_map<std::string, const Predicted*> predicted_by_roots_;
   std::unordered_map<std::string, std::unique_ptr<Predicted>> predicted_;
   std::vector<std::vector<int32_t>> allowed_sets_;
   std::unordered_map<std::string, int32_t> allowed_ids_;
+  // scratch of one closure: an open-addressing set of item keys, stale by epoch
+  std::vector<std::pair<uint64_t, int64_t>> seen_;
+  size_t seen_count_ = 0;
+  uint64_t epoch_ = 0;
 };
 
 }  // namespace tokamata
