@@ -231,8 +231,9 @@ NB_MODULE(_core, m) {
         check_words(out, core);
         check_state(core, state);
         const TokenRow* row = core.cached_row(state);
-        if (!row) {
+        if (!row) {  // the events walk computes the row on the way
           nb::gil_scoped_release release;
+          g.events(state);
           row = core.compute_row(state);
         }
         std::memcpy(out.data(), row->bits.data(), row->bits.size() * 4);

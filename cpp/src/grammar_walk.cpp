@@ -60,7 +60,18 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
       fresh->push_back(BoundaryEvent{node, s});
     }
   } else {
-    walk_events(trie, dfa, state, *fresh);
+    if (lexer_->cached_row(state)) {
+      walk_events(trie, dfa, state, *fresh);
+    } else {  // one walk for the inside row and the events
+      auto row = std::make_shared<TokenRow>();
+      row->bits.assign(static_cast<size_t>(lexer_->num_words()), 0u);
+      std::vector<std::pair<uint32_t, int32_t>> found;
+      walk_trie(trie, dfa, state, *row, &found);
+      row->accepting = dfa.accepting(state);
+      lexer_->publish_row(state, std::move(row));
+      fresh->reserve(found.size());
+      for (const auto& [node, s] : found) fresh->push_back(BoundaryEvent{node, s});
+    }
     if (shared_) {
       auto list = std::make_shared<std::vector<uint32_t>>();
       list->reserve(fresh->size());

@@ -42,7 +42,8 @@ void LazyDfa::set_entries(int32_t state, int32_t first, int32_t last, int32_t ta
   for (int32_t c = first; c <= last; ++c) row[c].store(target, std::memory_order_release);
 }
 
-void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row) {
+void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
+               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes) {
   // Seed 001's non-recursive walk. The stack holds the state and DFA row of each open trie
   // level; a transition is computed only when the walk takes it.
   const TrieNode* nodes = trie.nodes().data();
@@ -70,6 +71,7 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
         ++allowed;
       }
       if (node.subtree_size > 1) {
+        if (accepting_nodes && dfa.accepting(next)) accepting_nodes->emplace_back(static_cast<uint32_t>(p), next);
         ++top;
         states[top] = next;
         rows[top] = dfa.row_ptr(next);
@@ -120,6 +122,12 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
   std::lock_guard<std::mutex> guard(cache_mu_);
   rows_.emplace(state, std::move(row));
   return published;
+}
+
+const TokenRow* RegexCore::publish_row(int32_t state, std::shared_ptr<const TokenRow> row) {
+  if (shared_) shared_->insert(dfa_->key(state), row);
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  return rows_.emplace(state, std::move(row)).first->second.get();
 }
 
 int32_t RegexCore::advance_expanding(int32_t state, int32_t token) {

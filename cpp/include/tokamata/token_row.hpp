@@ -135,6 +135,8 @@ class RegexCore {
   const TokenRow* cached_row(int32_t state) const;
   // Computes (or waits for) the row. Must be called without the GIL.
   const TokenRow* compute_row(int32_t state);
+  // Publishes a row computed elsewhere (under compute_mutex()); returns the cached one.
+  const TokenRow* publish_row(int32_t state, std::shared_ptr<const TokenRow> row);
   // State after `token` (allowed by the row of `state`) without expanding anything;
   // kUnknown if a state on the way is not expanded yet.
   int32_t advance(int32_t state, int32_t token) const;
@@ -159,7 +161,10 @@ class RegexCore {
   std::unordered_map<int32_t, std::shared_ptr<const TokenRow>> rows_;
 };
 
-// The trie walk: allowed tokens from `state` into `row` (seed 001's non-recursive walk).
-void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row);
+// The trie walk: allowed tokens from `state` into `row` (seed 001's non-recursive walk). If
+// `accepting_nodes` is given, it also receives (node, state) for every live node with children
+// whose state accepts (a grammar's lexeme boundaries inside tokens), in DFS order.
+void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
+               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes = nullptr);
 
 }  // namespace tokamata
