@@ -8,7 +8,7 @@ BUILT   := $(VENV)/.core-built
 VOCABS  := .cache/vocab/.extracted
 CPP_SRC := $(shell find cpp -type f) CMakeLists.txt pyproject.toml
 
-.PHONY: demo test test-all bench install clean
+.PHONY: demo test test-all bench bench-grammar install clean
 
 demo: $(BUILT) $(VOCABS)
 	$(PY) -m tokamata demo
@@ -21,6 +21,9 @@ test-all: $(BUILT) $(VOCABS)
 
 bench: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_regex.py --write benchmarks/RESULTS.md
+
+bench-grammar: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_grammar.py --write benchmarks/RESULTS_grammar.md
 
 install: $(BUILT) $(VOCABS)
 
