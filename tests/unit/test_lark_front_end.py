@@ -363,11 +363,22 @@ def test_vocabulary_special_token_names_from_a_real_tokenizer() -> None:
 # ----------------------------------------------------------------------------- %json and builder
 
 
-def test_json_block_is_parsed_then_refused_for_now() -> None:
-    text = 'start: "x" %json {\n  "type": "object", "properties": {"a}": {"type": "string"}}\n} "y"'
-    with pytest.raises(Unsupported, match=r"JSON Schema compiler is not available yet.*line 1, column 12") as e:
+def test_json_block_embeds_the_schema() -> None:
+    text = 'start: "x" %json {\n  "type": "object", "properties": {"a}": {"type": "string"}},\n  "required": ["a}"], "additionalProperties": false\n} "y"'
+    g = parse(text)
+    assert accepts(g, b'x{"a}":"q"}y')
+    assert not accepts(g, b'x{}y')
+    assert not accepts(g, b'x{"a}":1}y')
+
+
+@pytest.mark.parametrize("text, error, where", [
+    ('start: %json {"type": "strin"}', "SchemaError", "line 1, column 8"),
+    ('start: "a"\n  | %json {"$ref": "http://example.com/s.json"}', "Unsupported", "line 2, column 5"),
+])
+def test_json_block_errors_name_the_place(text, error, where) -> None:
+    with pytest.raises(TokamataError) as e:
         parse(text)
-    assert e.value.text == text and e.value.span == (11, text.index("} \"y\"") + 1)
+    assert type(e.value).__name__ == error and where in str(e.value)
 
 
 def test_embed_merges_a_sub_grammar() -> None:
