@@ -241,3 +241,19 @@ def test_grammar_errors(rules, message):
 def test_zero_width_terminals_are_refused():
     with pytest.raises(tokamata.InvalidSyntax, match="empty string"):
         compile_grammar_ir(grammar({"A": d.repeat(lit("a"), 0, 3)}, [("s", ["A"])]), BYTES)
+
+
+def test_lexer_state_blow_up_raises_limit_exceeded():
+    from tokamata.automata.lower import lower
+    from tokamata.syntax.regex import parse_regex
+
+    limits = tokamata.Limits(max_dfa_states=60)
+    blow_up = lower(parse_regex("(a|b)*a(a|b){12}", limits))
+    g = grammar({"X": blow_up, "C": lit(",")}, [("s", ["X"]), ("s", ["s", "C", "X"])])
+    m = compile_grammar_ir(g, BYTES, limits=limits).matcher()
+    rng = random.Random(3)
+    with pytest.raises(tokamata.LimitExceeded) as error:
+        for _ in range(80):  # every new suffix of 13 characters is a new lexer state
+            m.allowed_tokens()
+            assert m.consume(rng.choice(b"ab"))
+    assert error.value.limit == "max_dfa_states"
