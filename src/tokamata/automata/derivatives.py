@@ -522,6 +522,9 @@ def intersection(*items: Expr, limits=None) -> Expr:
             members[member.id] = member
     if not members:
         raise ValueError("intersection of no expressions")
+    for member in list(members.values()):  # (a - b) & a == a - b
+        if member.kind == _DIFF and member.args[0].id in members:
+            del members[member.args[0].id]
     if len(members) == 1:
         return next(iter(members.values()))
     ordered = tuple(members[k] for k in sorted(members))
@@ -538,6 +541,8 @@ def difference(first: Expr, second: Expr, limits=None) -> Expr:
         return first
     if first.kind == _DIFF:  # (a - b) - c == a - (b | c)
         return difference(first.args[0], alternation(first.args[1], second), limits)
+    if second.kind == _ALT and any(m is first for m in second.args):
+        return NOTHING
     pair = (first, second)
     if not _non_empty(_DIFF, pair, limits):
         return NOTHING

@@ -27,7 +27,7 @@ Semantics chosen where the specification leaves room (each also in the module do
 - Numbers: ``number`` alone accepts every JSON number; under bounds, ``multipleOf``,
   ``const``/``enum`` or complements, only plain decimal notation (reported as
   ``number-notation``). ``integer`` accepts ``-?(0|[1-9][0-9]*)`` optionally followed by
-  ``.0+`` and/or a non-negative exponent (drafts 6 on; draft 4: no fraction, no exponent).
+  ``.0+`` (drafts 6 on; draft 4: no fraction); exponents are left out for integers.
 - Object keys are not checked for duplicates (a grammar cannot; Python's ``json`` keeps the
   last value).
 """

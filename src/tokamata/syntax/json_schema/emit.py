@@ -144,6 +144,10 @@ class Emitter:
         splitters = [(language, conj, None) for language, conj in shape.rules]
         splitters += [(language, TRUE, j) for j, (language, _) in enumerate(shape.witnesses)]
         for language, conj, witness in splitters:
+            if language is lx.ANY_STRING:  # every key: no split
+                parts = [(region, have | conj, met if witness is None else met | {witness})
+                         for region, have, met in parts]
+                continue
             split = []
             for region, have, met in parts:
                 inside = d.intersection(region, language, limits=self.limits)

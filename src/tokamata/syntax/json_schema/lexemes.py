@@ -51,6 +51,7 @@ _RAW: cs.CharSet = ((0x20, 0x21), (0x23, 0x5B), (0x5D, cs.MAX_CODE_POINT))
 _SHORT_ESCAPES = {0x22: "\"", 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
 
 
+@functools.lru_cache(maxsize=65536)
 def _hex_set(ranges: cs.CharSet, width: int) -> d.Expr:
     """``width`` hex digits (either case) spelling a value in ``ranges``."""
     if not ranges:
@@ -129,6 +130,7 @@ def string_of(content: d.Expr) -> d.Expr:
 ANY_STRING = string_of(d.repeat(ANY_CHAR, 0, d.UNBOUNDED))
 
 
+@functools.lru_cache(maxsize=65536)
 def string_literal(text: str) -> d.Expr:
     """Every spelling of the JSON string ``text`` (raw or escaped, per character)."""
     return string_of(d.concat_all(json_char(((ord(c), ord(c)),)) for c in text))
@@ -168,14 +170,13 @@ _ZERO_FRACTION = d.concat(literal("."), d.repeat(literal("0"), 1, d.UNBOUNDED))
 
 NUMBER = d.concat_all((_CANONICAL_INT, d.repeat(_FRACTION, 0, 1), d.repeat(_EXPONENT, 0, 1)))
 PLAIN_NUMBER = d.concat(_CANONICAL_INT, d.repeat(_FRACTION, 0, 1))
-#: integer values (drafts 6 on): plain, with zero fractions, or an integer mantissa with a
-#: non-negative exponent (a sound subset of the integer-valued spellings)
-INTEGER = d.concat_all((_CANONICAL_INT, d.repeat(_ZERO_FRACTION, 0, 1),
-                        d.repeat(d.concat_all((_bytes_of("eE"), d.repeat(literal("+"), 0, 1),
-                                               d.repeat(DIGIT, 1, d.UNBOUNDED))), 0, 1)))
+#: integer values (drafts 6 on), plain spellings with optional zero fractions: exponents are
+#: left out (``1e400`` is an integer to JSON Schema but overflows to a float ``inf`` in
+#: Python and most parsers, which then call it no integer)
+INTEGER = d.concat(_CANONICAL_INT, d.repeat(_ZERO_FRACTION, 0, 1))
 #: draft 4: an integer is a number without fraction or exponent
 INTEGER_DRAFT4 = _CANONICAL_INT
-PLAIN_INTEGER = d.concat(_CANONICAL_INT, d.repeat(_ZERO_FRACTION, 0, 1))
+PLAIN_INTEGER = INTEGER
 NULL, TRUE, FALSE = literal("null"), literal("true"), literal("false")
 
 _WS = _bytes_of(" \t\n\r")

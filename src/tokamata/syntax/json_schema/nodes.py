@@ -220,6 +220,11 @@ def _and(x: d.Expr, y: d.Expr, limits: Limits) -> d.Expr:
         return x
     if x is d.NOTHING or y is d.NOTHING:
         return d.NOTHING
+    # every string language built here is within ANY_STRING, every number one within NUMBER
+    if x is lx.ANY_STRING or x is lx.NUMBER:
+        return y
+    if y is lx.ANY_STRING or y is lx.NUMBER:
+        return x
     return d.intersection(x, y, limits=limits)
 
 
