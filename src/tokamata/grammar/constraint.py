@@ -96,6 +96,7 @@ class GrammarConstraint:
                                        lambda state: this()._ends_callback(state))
         self._masks: OrderedDict = OrderedDict()
         self._positions: OrderedDict = OrderedDict()
+        self._accepting: dict = {}
         eos_words = np.zeros(self.num_words, dtype=np.uint32)
         for e in self.eos:
             eos_words[e >> 5] |= np.uint32(1 << (e & 31))
@@ -155,7 +156,14 @@ class GrammarConstraint:
     # ----------------------------------------------------------- masks
 
     def accepting(self, config: Configuration) -> bool:
-        return any(self.parser.accepting(p) for p in self.boundary_parsers(config))
+        """A lexeme boundary here leaves the parser accepting (EOS is allowed), cached."""
+        found = self._accepting.get(config)
+        if found is None:
+            found = any(self.parser.accepting(p) for p in self.boundary_parsers(config))
+            if len(self._accepting) > 16 * MASK_CACHE_SIZE:
+                self._accepting.clear()
+            self._accepting[config] = found
+        return found
 
     def mask(self, config: Configuration) -> np.ndarray:
         """The uint32 token bits of one configuration (EOS not included), cached."""
@@ -195,13 +203,16 @@ class GrammarConstraint:
         cached = self._positions.get(configs)
         if cached is not None:
             return cached
+        accepting = any(self.accepting(config) for config in configs)
+        if len(configs) == 1 and not accepting:
+            return self.mask(configs[0])  # already cached and read-only: no second copy
         if len(configs) == 1:
             words = self.mask(configs[0]).copy()
         else:
             words = np.zeros(self.num_words, dtype=np.uint32)
             for config in configs:
                 np.bitwise_or(words, self.mask(config), out=words)
-        if any(self.accepting(config) for config in configs):
+        if accepting:
             np.bitwise_or(words, self.eos_words, out=words)
         words.setflags(write=False)
         with self._lock:
