@@ -5,39 +5,6 @@
 
 namespace tokamata {
 
-namespace {
-
-// Seed 001's walk from `state`, recording accepting non-leaf nodes instead of token bits.
-void walk_events(const TokenTrie& trie, LazyDfa& dfa, int32_t state, std::vector<BoundaryEvent>& out) {
-  const TrieNode* nodes = trie.nodes().data();
-  const size_t n = trie.nodes().size();
-  const uint8_t* class_map = dfa.class_map();
-  const size_t depth = static_cast<size_t>(trie.max_depth()) + 2;
-  std::vector<const std::atomic<int32_t>*> rows(depth);
-  std::vector<int32_t> states(depth);
-  int32_t top = 0;
-  states[0] = state;
-  rows[0] = dfa.row_ptr(state);
-  size_t p = 1;
-  while (p < n) {
-    const TrieNode& node = nodes[p];
-    const int32_t cls = class_map[node.byte];
-    int32_t next = rows[top][cls].load(std::memory_order_acquire);
-    if (next == kUnknown) next = dfa.step_class(states[top], cls);
-    if (next >= 0 && node.subtree_size > 1) {
-      if (dfa.accepting(next)) out.push_back(BoundaryEvent{static_cast<uint32_t>(p), next});
-      ++top;
-      states[top] = next;
-      rows[top] = dfa.row_ptr(next);
-      p += 1;
-    } else {
-      p += node.subtree_size;  // a live leaf has size 1; a dead node skips its subtree
-      top -= node.num_parents - 1;
-    }
-  }
-}
-
-}  // namespace
 
 const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
   {
@@ -60,18 +27,15 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
       fresh->push_back(BoundaryEvent{node, s});
     }
   } else {
-    if (lexer_->cached_row(state)) {
-      walk_events(trie, dfa, state, *fresh);
-    } else {  // one walk for the inside row and the events
-      auto row = std::make_shared<TokenRow>();
-      row->bits.assign(static_cast<size_t>(lexer_->num_words()), 0u);
-      std::vector<std::pair<uint32_t, int32_t>> found;
-      walk_trie(trie, dfa, state, *row, &found);
-      row->accepting = dfa.accepting(state);
-      lexer_->publish_row(state, std::move(row));
-      fresh->reserve(found.size());
-      for (const auto& [node, s] : found) fresh->push_back(BoundaryEvent{node, s});
-    }
+    // one walk for the events and the inside row (published unless the row is known already)
+    auto row = std::make_shared<TokenRow>();
+    row->bits.assign(static_cast<size_t>(lexer_->num_words()), 0u);
+    std::vector<std::pair<uint32_t, int32_t>> found;
+    walk_trie(trie, dfa, state, *row, &found);
+    row->accepting = dfa.accepting(state);
+    if (!lexer_->cached_row(state)) lexer_->publish_row(state, std::move(row));
+    fresh->reserve(found.size());
+    for (const auto& [node, s] : found) fresh->push_back(BoundaryEvent{node, s});
     if (shared_) {
       auto list = std::make_shared<std::vector<uint32_t>>();
       list->reserve(fresh->size());
