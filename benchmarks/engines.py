@@ -3,8 +3,8 @@
 Holds ``Engine`` (the common interface), its four implementations (tokamata, llguidance,
 xgrammar, outlines-core), ``ENGINES`` (name -> class) and ``REFERENCE``, the engine that ratios
 and mask disagreements are stated against. ``compile`` takes a regex (bench_regex.py),
-``compile_grammar`` a ``grammar_workload.GrammarCase`` (bench_grammar.py); both return what
-``matcher`` takes.
+``compile_grammar`` a ``grammar_workload.GrammarCase`` (bench_grammar.py), ``compile_schema``
+a JSON Schema (bench_json_schema.py); all return what ``matcher`` takes.
 
 Invariants
 
@@ -14,6 +14,9 @@ Invariants
   ``reset_caches()`` was called first on engines with ``has_caches``.
 * ``compile_grammar`` is a fresh compile in the same sense; it raises ``Unavailable`` on an
   engine without grammars (outlines-core) or whose installed version lacks the API.
+* ``compile_schema`` takes the schema's JSON text and is a fresh compile in the same sense, with
+  the specification's semantics where the library lets us choose (additional properties allowed
+  unless the schema says otherwise); any exception it raises is the library refusing the schema.
 * ``translate`` maps a Python ``re`` pattern to the engine's dialect without changing its language.
 * ``setup`` raises ``Unavailable`` when the library cannot be used; the engine is then skipped.
 * All engines fill the same int32 ``[1, ceil(V/32)]`` numpy bitmask (bit ``t & 31`` of word
@@ -66,6 +69,11 @@ class Engine:
         engine's own generic JSON) or "lark" (``case.lark``, or ``case.ebnf`` for engines that
         read GBNF-style EBNF)."""
         raise Unavailable(f"{self.name}: no grammar support in this benchmark")
+
+    def compile_schema(self, schema: str) -> Any:
+        """Fresh compile of a JSON Schema given as JSON text; the engine's own exception when
+        it refuses the schema."""
+        raise Unavailable(f"{self.name}: no JSON Schema support in this benchmark")
 
     def matcher(self, compiled: Any) -> Any:
         raise NotImplementedError
@@ -132,6 +140,16 @@ class Tokamata(Engine):
             return self.tk.compile_json(self.vocab, whitespace=self.json_whitespace)
         return self.tk.compile_grammar(case.lark, self.vocab)
 
+    #: tokamata.compile_json_schema's whitespace and property order (bench_json_schema.py options)
+    schema_whitespace = "compact"
+    schema_property_order = "schema"
+
+    def compile_schema(self, schema):
+        if not hasattr(self.tk, "compile_json_schema"):
+            raise Unavailable("this tokamata has no compile_json_schema yet")
+        return self.tk.compile_json_schema(schema, self.vocab, whitespace=self.schema_whitespace,
+                                           property_order=self.schema_property_order)
+
     def matcher(self, compiled):
         return compiled.matcher()
 
@@ -173,6 +191,11 @@ class LLGuidance(Engine):
     def compile_grammar(self, case):
         # "json" is also Lark text here: `start: %json {}` (any JSON value)
         return self._matcher_of(self.llg.LLMatcher.grammar_from_lark(case.lark))
+
+    def compile_schema(self, schema):
+        # default JSON options, as in vLLM / SGLang: flexible whitespace, schema order,
+        # additionalProperties as the schema says
+        return self._matcher_of(self.llg.LLMatcher.grammar_from_json_schema(schema))
 
     def _matcher_of(self, grammar):
         m = self.llg.LLMatcher(self.tokenizer, grammar, log_level=1)
@@ -224,6 +247,12 @@ class XGrammar(Engine):
         if case.kind == "json":
             return self.compiler.compile_builtin_json_grammar()
         return self.compiler.compile_grammar(case.ebnf)
+
+    def compile_schema(self, schema):
+        # any_whitespace=True (default) accepts compact text; strict_mode=False follows the
+        # specification (xgrammar's default True forbids properties and items the schema does
+        # not list, i.e. refuses valid instances)
+        return self.compiler.compile_json_schema(schema, strict_mode=False)
 
     def matcher(self, compiled):
         return self.xgr.GrammarMatcher(compiled)

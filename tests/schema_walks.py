@@ -1,0 +1,186 @@
+"""Random walks through a JSON Schema constraint's masks, judged by ``jsonschema``.
+
+Used by tests/property/test_json_schema_walks.py and by benchmarks/bench_json_schema.py
+(``--walks``). A walk starts from a fresh matcher and takes one allowed token per step until
+it takes EOS; the text it spelled must then be JSON that ``jsonschema`` validates against the
+schema. A walk cut by its step cap is not judged.
+
+- Picking (``Walker.pick``): before the walk's *budget* (drawn per walk, so walks stop at many
+  depths) a token is drawn by the class of its first byte (uniform over the classes present:
+  each ASCII punctuation byte, letters, digits, whitespace, non-ASCII), then within the class
+  uniformly half the time, else weighted by 1/len^2 (short tokens); EOS is taken with
+  probability ``eos_rate`` when allowed. From the budget on the walk heads for the end: EOS
+  when allowed, else a closing ``]``/``}`` token, else ``"``, else a short token.
+- Judging (``judge``): the bytes must be UTF-8, then JSON (no NaN/Infinity), then valid
+  against the schema. A number with a fraction or exponent becomes a Python float, except an
+  integral one of magnitude >= 2**53, which becomes the exact int (a float would round it and
+  change e.g. ``multipleOf`` verdicts; in draft 4, where 1.0 is not an integer, this one case
+  is judged as an integer). Objects with a repeated key are reported as ``duplicate-key`` and not
+  judged further: tokamata does not enforce unique keys (documented in
+  ``tokamata.syntax.json_schema``) and Python's ``json`` would silently keep the last value.
+- Validation: ``jsonschema.validators.validator_for(schema)`` (``$schema`` decides, default
+  2020-12, tokamata's default too), formats asserted with the validator's ``FORMAT_CHECKER``
+  (formats whose checker needs a missing optional package pass unchecked), and a reference
+  registry that never goes to the network (remote references fail to resolve).
+
+Invariants: every walk is a pure function of (constraint, vocabulary, seed, caps); nothing
+here touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from decimal import Decimal
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: verdicts of ``judge``; only "valid" counts as sound, "duplicate-key" is not judged
+VERDICTS = ("valid", "not-utf8", "not-json", "duplicate-key", "schema-invalid", "validator-error")
+
+
+@dataclass
+class Walk:
+    status: str  # "eos" (ended by EOS), "cut" (step cap reached), "dead-end" (nothing allowed)
+    tokens: list[int] = field(default_factory=list)  # EOS not included
+    data: bytes = b""
+
+
+class Walker:
+    """Random walks over one vocabulary (its per-token tables are computed once)."""
+
+    def __init__(self, vocab: Any) -> None:
+        token_bytes = vocab.token_bytes
+        self.token_bytes = token_bytes
+        self.eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
+        n = len(token_bytes)
+        self.lengths = np.array([len(b) if b else 0 for b in token_bytes], dtype=np.float64)
+        classes = np.full(n, 300, dtype=np.int32)  # 300: special / empty
+        byte_class = np.arange(256, dtype=np.int32)
+        for b in range(256):
+            ch = chr(b)
+            if b >= 0x80:
+                byte_class[b] = 259
+            elif ch.isalpha():
+                byte_class[b] = 256
+            elif ch.isdigit():
+                byte_class[b] = 257
+            elif ch.isspace():
+                byte_class[b] = 258
+        for i, b in enumerate(token_bytes):
+            if b:
+                classes[i] = byte_class[b[0]]
+        self.classes = classes
+        self.closers = self._ids_starting(b"]}")
+        self.quotes = self._ids_starting(b'"')
+
+    def _ids_starting(self, first: bytes) -> np.ndarray:
+        return np.array([i for i, b in enumerate(self.token_bytes) if b and b[0] in first and len(b) <= 2],
+                        dtype=np.int32)
+
+    def _short(self, rng: random.Random, allowed: np.ndarray) -> int:
+        cumulative = np.cumsum(1.0 / np.maximum(self.lengths[allowed], 1.0) ** 2)
+        index = int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
+        return int(allowed[min(index, len(allowed) - 1)])
+
+    def pick(self, rng: random.Random, allowed: np.ndarray, closing: bool) -> int:
+        """One token of ``allowed`` (sorted ids, EOS excluded)."""
+        if closing:
+            for wanted in (self.closers, self.quotes):
+                hits = np.intersect1d(allowed, wanted, assume_unique=True)
+                if len(hits):
+                    return int(hits[rng.randrange(len(hits))])
+            return self._short(rng, allowed)
+        kinds = self.classes[allowed]
+        choices = np.unique(kinds)
+        allowed = allowed[kinds == choices[rng.randrange(len(choices))]]
+        if rng.random() < 0.5:
+            return int(allowed[rng.randrange(len(allowed))])
+        return self._short(rng, allowed)
+
+    def walk(self, constraint: Any, seed: int, max_steps: int = 400, max_budget: int = 80,
+             eos_rate: float = 0.3) -> Walk:
+        rng = random.Random(seed)
+        budget = rng.randint(0, max_budget)
+        m = constraint.matcher()
+        w = Walk("cut")
+        for step in range(max_steps):
+            allowed = m.allowed_tokens()
+            is_eos = np.isin(allowed, self.eos, assume_unique=True)
+            eos_allowed = bool(is_eos.any())
+            others = allowed[~is_eos]
+            if eos_allowed and (step >= budget or rng.random() < eos_rate or not len(others)):
+                w.status = "eos"
+                break
+            if not len(others):
+                w.status = "dead-end"
+                break
+            t = self.pick(rng, others, closing=step >= budget)
+            if not m.consume(t):
+                raise AssertionError(f"consume({t}) refused a token the mask allowed (after {w.tokens})")
+            w.tokens.append(t)
+        w.data = b"".join(self.token_bytes[t] for t in w.tokens)
+        return w
+
+
+def _refuse_remote(uri: str):
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)
+
+
+def validator(schema: Any) -> Any:
+    """A ``jsonschema`` validator for ``schema``: its draft from ``$schema`` (default 2020-12),
+    formats asserted, no network."""
+    import referencing
+    from jsonschema.validators import validator_for
+    from jsonschema_specifications import REGISTRY
+
+    cls = validator_for(schema)
+    registry = REGISTRY.combine(referencing.Registry(retrieve=_refuse_remote))
+    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _DuplicateKey(next(k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i])))
+    return d
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _number(lexeme: str) -> float | int:
+    value = float(lexeme)
+    if value.is_integer() and abs(value) >= 2**53:
+        return int(Decimal(lexeme))
+    return value
+
+
+def judge(data: bytes, check: Any) -> tuple[str, str]:
+    """(verdict, detail) for the bytes of an ended walk; ``check`` from :func:`validator`."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return "not-utf8", str(e)
+    try:
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant, parse_float=_number)
+    except _DuplicateKey as e:
+        return "duplicate-key", f"key {e.args[0]!r}"
+    except ValueError as e:
+        return "not-json", str(e)
+    try:
+        error = next(iter(check.iter_errors(value)), None)
+    except Exception as e:  # noqa: BLE001 - a validator crash (e.g. an unresolvable $ref)
+        return "validator-error", f"{type(e).__name__}: {e}"
+    if error is not None:
+        return "schema-invalid", f"{error.message} at {error.json_path}"
+    return "valid", ""
