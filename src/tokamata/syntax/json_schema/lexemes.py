@@ -11,7 +11,8 @@ Invariants:
   languages built from :func:`json_char` are closed under spelling (a string is in or out
   with all its spellings), and byte-level AND/DIFF of them is exact.
 - Number languages here are sets of spellings. :data:`NUMBER` is all JSON numbers;
-  :data:`PLAIN_NUMBER` those without exponent. Every language the schema compiler builds
+  :data:`PLAIN_NUMBER` those without exponent (and without fraction after more than 308
+  integer digits, which overflow Python's floats). Every language the schema compiler builds
   from bounds and divisibility is closed under plain spellings (trailing fraction zeros,
   ``-0``); complements are taken inside :data:`PLAIN_NUMBER`.
 - A :class:`Layout` gives the punctuation terminals of one whitespace style; structural
@@ -169,11 +170,19 @@ _EXPONENT = d.concat_all((_bytes_of("eE"), d.repeat(_bytes_of("+-"), 0, 1), d.re
 _ZERO_FRACTION = d.concat(literal("."), d.repeat(literal("0"), 1, d.UNBOUNDED))
 
 NUMBER = d.concat_all((_CANONICAL_INT, d.repeat(_FRACTION, 0, 1), d.repeat(_EXPONENT, 0, 1)))
-PLAIN_NUMBER = d.concat(_CANONICAL_INT, d.repeat(_FRACTION, 0, 1))
-#: integer values (drafts 6 on), plain spellings with optional zero fractions: exponents are
-#: left out (``1e400`` is an integer to JSON Schema but overflows to a float ``inf`` in
-#: Python and most parsers, which then call it no integer)
-INTEGER = d.concat(_CANONICAL_INT, d.repeat(_ZERO_FRACTION, 0, 1))
+#: plain decimal notation; a fraction only after at most 308 integer digits (longer ones
+#: overflow floats in Python and most parsers, which then misjudge bounds and multiples)
+_SHORT_MAGNITUDE = d.alternation(literal("0"), d.concat(_NONZERO, d.repeat(DIGIT, 0, 307)))
+_LONG_MAGNITUDE = d.concat(_NONZERO, d.repeat(DIGIT, 308, d.UNBOUNDED))
+PLAIN_NUMBER = d.concat(d.repeat(_MINUS, 0, 1),
+                        d.alternation(d.concat(_SHORT_MAGNITUDE, d.repeat(_FRACTION, 0, 1)), _LONG_MAGNITUDE))
+#: integer values (drafts 6 on), plain spellings with optional zero fractions (``.0+`` only
+#: after at most 308 digits): exponents and long zero-fraction numbers are left out, because
+#: ``1e400`` or ``1000...0.0`` is an integer to JSON Schema but overflows to a float ``inf``
+#: in Python and most parsers, which then call it no integer
+INTEGER = d.alternation(
+    d.concat_all((d.repeat(_MINUS, 0, 1), _SHORT_MAGNITUDE, d.repeat(_ZERO_FRACTION, 0, 1))),
+    d.concat_all((d.repeat(_MINUS, 0, 1), _NONZERO, d.repeat(DIGIT, 308, d.UNBOUNDED))))
 #: draft 4: an integer is a number without fraction or exponent
 INTEGER_DRAFT4 = _CANONICAL_INT
 PLAIN_INTEGER = INTEGER

@@ -2,8 +2,8 @@
 
 Invariants:
 - Every language built here is a set of *plain* JSON number spellings (optional ``-``,
-  canonical integer part, optional ``.`` and digits; no exponent) and is closed under
-  spelling: a value is in with all its plain spellings (``5``, ``5.0``, ``5.000``; ``0``,
+  canonical integer part, optional ``.`` and digits; no exponent; see
+  :data:`lexemes.PLAIN_NUMBER`) and is closed under plain spelling: a value is in with all its plain spellings (``5``, ``5.0``, ``5.000``; ``0``,
   ``-0``, ``-0.0``) or out with all of them. So intersections and differences of these
   languages (taken inside :data:`lexemes.PLAIN_NUMBER`) are exact on values.
 - Bounds are compared as exact decimals (``Decimal``), never as floats: a float from the
@@ -179,7 +179,7 @@ def number_value(value: Decimal, limits: Limits) -> d.Expr:
         tail = d.concat(lx.literal("." + fraction), d.repeat(_ZERO, 0, d.UNBOUNDED))
     else:
         tail = _ZERO_FRACTION
-    return d.concat_all((sign, lx.literal(whole), tail))
+    return d.intersection(d.concat_all((sign, lx.literal(whole), tail)), lx.PLAIN_NUMBER, limits=limits)
 
 
 def multiple_of(step: Decimal, limits: Limits) -> d.Expr:
