@@ -27,7 +27,8 @@ from ...errors import LimitExceeded, SchemaError, Unsupported
 from ...grammar.ir import Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index
 from ...limits import Limits
 from . import lexemes as lx
-from .expand import Expander, _not
+from .complements import _not
+from .expand import Expander
 from .nodes import FALSE_TERM, TRUE, ArrayShape, Conj, ObjectShape
 from .report import Options, Report
 
