@@ -20,8 +20,9 @@ Semantics chosen where the specification leaves room (each also in the module do
   ``properties`` (as OpenAI's structured outputs do); otherwise it is true.
 - Members are generated in schema order (``property_order="schema"``); optional ones may be
   left out. Undeclared members (``additionalProperties``/``patternProperties``) come last.
-  ``property_order="any"`` accepts every order (each declared member at most once; bounded:
-  at most 12 declared members per object).
+  ``property_order="any"`` accepts every order (bounded: at most 12 required members per
+  object; an optional member may repeat, each occurrence valid, unless min/max counts or
+  ``not``/``oneOf`` witnesses need exact member sets).
 - Strings never contain lone surrogates (escaped or not); every spelling of a character
   (raw, short escape, ``\\uXXXX``) is accepted wherever the character is.
 - Numbers: ``number`` alone accepts every JSON number; under bounds, ``multipleOf``,

@@ -7,9 +7,9 @@ Invariants:
   each object/array shape adds alternatives. Member schemas are value nonterminals too,
   created on first use, so recursive schemas become recursive rules.
 - Objects list the declared members in order (optional ones may be skipped), then any number
-  of undeclared members (with ``property_order="any"``: in any order, each declared member at
-  most once, required ones present; the set of members written is a state, so this is
-  exponential in the declared members and bounded). Undeclared members' keys are
+  of undeclared members (with ``property_order="any"``: in any order, required ones present;
+  the set of required members written is a state, so this is exponential in them and
+  bounded; optional members may repeat unless counts or witnesses need exact sets). Undeclared members' keys are
   partitioned into regions by the shape's rules (a member's schema is the union of the
   rules its key matches). A separator and a key with its
   colon are one terminal. Counts (min/max properties, min/max items, contains) are states of
@@ -257,20 +257,28 @@ class Emitter:
             if count >= max(low, 1) and done == every and all(i in emitted for i, m in enumerate(members) if m[2]):
                 self.rule(symbol, [close])
             if high is None or count < high:
-                for i, (_, conj, _, met) in enumerate(members):
+                for i, (_, conj, required, met) in enumerate(members):
                     if i not in emitted:
+                        # repeats allowed: only required members are remembered (see below)
+                        after = emitted | {i} if (exact or required) else emitted
                         opened, separated = key_terminals[i]
                         member_rules(symbol, count, done, opened, separated, conj, met,
-                                     lambda now, i=i: any_order_state(emitted | {i}, advance(count), now))
+                                     lambda now, after=after: any_order_state(after, advance(count), now))
                 for opened, separated, conj, met in region_terminals:
                     member_rules(symbol, count, done, opened, separated, conj, met,
                                  lambda now: any_order_state(emitted, advance(count), now))
 
         if low == 0 and not any(m[2] for m in members) and not witnesses:
             self.rule(lhs, [self.terminal(layout.empty("{}", depth), "empty_object")])
+        # any order: the state remembers which declared members were written. Unless counts
+        # or witnesses depend on it, only required members are remembered and the others may
+        # repeat: every occurrence satisfies the member's schema, so whichever occurrence a
+        # parser keeps is valid, and the key set is the same (2**required states, not 2**all)
+        exact = low > 0 or bool(witnesses)
+        remembered = len(members) if exact else sum(1 for m in members if m[2])
         if self.options.property_order == "any":
-            if 2 ** len(members) > _MAX_ORDER_STATES:
-                raise LimitExceeded("max_grammar_symbols", 2 ** len(members), _MAX_ORDER_STATES)
+            if 2 ** remembered > _MAX_ORDER_STATES:
+                raise LimitExceeded("max_grammar_symbols", 2 ** remembered, _MAX_ORDER_STATES)
             self.rule(lhs, [any_order_state(frozenset(), 0, frozenset())])
         else:
             self.rule(lhs, [declared_state(0, 0, frozenset())])
