@@ -29,8 +29,11 @@ Semantics chosen where the specification leaves room (each also in the module do
   ``const``/``enum`` or complements, only plain decimal notation (reported as
   ``number-notation``). ``integer`` accepts ``-?(0|[1-9][0-9]*)`` optionally followed by
   ``.0+`` (drafts 6 on; draft 4: no fraction); exponents are left out for integers.
-- Object keys are not checked for duplicates (a grammar cannot; Python's ``json`` keeps the
-  last value).
+- Object keys are not checked for duplicates (a grammar cannot: keys are unbounded). Every
+  occurrence satisfies its member schema, so a parser keeping the first or the last value
+  gets a valid value, except where counts or witnesses see occurrences: ``minProperties``
+  met by repeating an undeclared key, or a ``not``/``oneOf`` witness met by an occurrence a
+  later duplicate overrides.
 """
 
 from __future__ import annotations
