@@ -324,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save-raw", metavar="PATH", help="also save every per-schema result as JSON (for analysis)")
     ap.add_argument("--engines", default=",".join(SCHEMA_ENGINES), help=f"comma-separated subset of {','.join(SCHEMA_ENGINES)}")
     ap.add_argument("--files", default="", help="comma-separated MaskBench files (splits), default all")
-    ap.add_argument("--sample", type=float, default=0.06, help="fraction of each file's schemas (default 0.06)")
-    ap.add_argument("--min-per-file", type=int, default=12, help="at least this many schemas per file (default 12)")
+    ap.add_argument("--sample", type=float, default=0.09, help="fraction of each file's schemas (default 0.09)")
+    ap.add_argument("--min-per-file", type=int, default=15, help="at least this many schemas per file (default 15)")
     ap.add_argument("--full", action="store_true", help="every schema (11,305; several hours, most of it xgrammar)")
     ap.add_argument("--limit", type=int, default=None, help="at most N schemas per file (after sampling)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
@@ -372,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start = time.perf_counter()
     load = schema_report.machine_info()["load"]
+    revision = schema_report.git_revision()
     tok = TokenizerData.load(llama3_tokenizer_path())
     cases, infos = load_cases(files, args.sample, args.min_per_file, args.limit, args.seed)
     tokenize(tok.path, cases)
@@ -419,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
 
     run = schema_report.Run(cases, infos, results, published_llguidance(), list(results), skipped,
                             {n: w.ready for n, w in workers.items()}, {n: w.restarts for n, w in workers.items()},
-                            args, load, time.perf_counter() - t_start)
+                            args, load, time.perf_counter() - t_start, revision)
     s = schema_report.summarize(run)
     schema_report.print_console(run, s)
     if args.save_raw:

