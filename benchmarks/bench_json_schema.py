@@ -193,8 +193,8 @@ def run_walks(walker, compiled, req: dict, walks: int, walk_steps: int) -> dict[
             failures.append({"seed": seed, "verdict": "walk-error", "detail": f"{type(e).__name__}: {e}"[:300]})
             continue
         tally[w.status] = tally.get(w.status, 0) + 1
-        if w.status == "dead-end":
-            failures.append({"seed": seed, "verdict": "dead-end", "tokens": w.tokens[:300],
+        if w.status in ("dead-end", "limit"):
+            failures.append({"seed": seed, "verdict": w.status, "detail": w.note[:300], "tokens": w.tokens[:300],
                              "text": w.data[:300].decode("utf-8", "replace")})
         if w.status != "eos":
             continue

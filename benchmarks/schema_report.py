@@ -194,10 +194,11 @@ def targets(run: Run, s: dict[str, Any]) -> list[tuple[str, str, str]]:
     unsound = sum(v for k, v in t.walks.items() if k in UNSOUND)
     if t.walks:
         judged = sum(t.walks[k] for k in ("valid", "not-utf8", "not-json", "schema-invalid"))
-        errors = t.walks["walk-error"]
+        errors = t.walks["walk-error"] + t.walks["limit"]
         out.append(("random walks produce valid JSON (jsonschema)", "PASS" if not unsound else "FAIL",
                     f"{t.walks['valid']:,} of {judged:,} judged walks valid; {unsound} unsound"
-                    + (f"; {errors} walk(s) stopped by an exception (not judged, listed below)" if errors else "")))
+                    + (f"; {errors} walk(s) stopped by LimitExceeded or another exception (not judged, listed below)"
+                       if errors else "")))
     if REF in s["pairs"]:
         p = s["pairs"][REF]
         fa, fb = p["fills"]

@@ -3,14 +3,15 @@
 Used by tests/property/test_json_schema_walks.py and by benchmarks/bench_json_schema.py
 (``--walks``). A walk starts from a fresh matcher and takes one allowed token per step until
 it takes EOS; the text it spelled must then be JSON that ``jsonschema`` validates against the
-schema. A walk cut by its step cap is not judged.
+schema. A walk cut by its step cap is not judged, nor one stopped by ``LimitExceeded``.
 
 - Picking (``Walker.pick``): before the walk's *budget* (drawn per walk, so walks stop at many
   depths) a token is drawn by the class of its first byte (uniform over the classes present:
   each ASCII punctuation byte, letters, digits, whitespace, non-ASCII), then within the class
   uniformly half the time, else weighted by 1/len^2 (short tokens); EOS is taken with
   probability ``eos_rate`` when allowed. From the budget on the walk heads for the end: EOS
-  when allowed, else a closing ``]``/``}`` token, else ``"``, else a short token.
+  when allowed, else (inside a string) a token starting with ``"``, (outside) one starting
+  with ``]``/``}``, else with ``"``, else a short token.
 - Judging (``judge``): the bytes must be UTF-8, then JSON (no NaN/Infinity), then valid
   against the schema. A number with a fraction or exponent becomes a Python float, except an
   integral one of magnitude >= 2**53 (up to 4,000 digits), which becomes the exact int: a float
@@ -44,9 +45,12 @@ VERDICTS = ("valid", "not-utf8", "not-json", "duplicate-key", "schema-invalid", 
 
 @dataclass
 class Walk:
-    status: str  # "eos" (ended by EOS), "cut" (step cap reached), "dead-end" (nothing allowed)
+    status: str  # "eos" (ended by EOS), "cut" (step cap reached), "dead-end" (nothing allowed),
+    #              "limit" (a matcher call raised LimitExceeded: compile is lazy, so a blow-up
+    #              surfaces where decoding reaches it, as docs/engine.md says)
     tokens: list[int] = field(default_factory=list)  # EOS not included
     data: bytes = b""
+    note: str = ""
 
 
 class Walker:
@@ -86,10 +90,11 @@ class Walker:
         index = int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"))
         return int(allowed[min(index, len(allowed) - 1)])
 
-    def pick(self, rng: random.Random, allowed: np.ndarray, closing: bool) -> int:
-        """One token of ``allowed`` (sorted ids, EOS excluded)."""
+    def pick(self, rng: random.Random, allowed: np.ndarray, closing: bool, in_string: bool = False) -> int:
+        """One token of ``allowed`` (sorted ids, EOS excluded); when closing, a quote first inside
+        a string, a closing bracket first outside."""
         if closing:
-            for wanted in (self.closers, self.quotes):
+            for wanted in ((self.quotes,) if in_string else (self.closers, self.quotes)):
                 hits = np.intersect1d(allowed, wanted, assume_unique=True)
                 if len(hits):
                     return int(hits[rng.randrange(len(hits))])
@@ -105,10 +110,17 @@ class Walker:
              eos_rate: float = 0.3) -> Walk:
         rng = random.Random(seed)
         budget = rng.randint(0, max_budget)
+        from tokamata import LimitExceeded
+
         m = constraint.matcher()
         w = Walk("cut")
+        in_string = escaped = False
         for step in range(max_steps):
-            allowed = m.allowed_tokens()
+            try:
+                allowed = m.allowed_tokens()
+            except LimitExceeded as e:
+                w.status, w.note = "limit", str(e)
+                break
             is_eos = np.isin(allowed, self.eos, assume_unique=True)
             eos_allowed = bool(is_eos.any())
             others = allowed[~is_eos]
@@ -118,10 +130,17 @@ class Walker:
             if not len(others):
                 w.status = "dead-end"
                 break
-            t = self.pick(rng, others, closing=step >= budget)
+            t = self.pick(rng, others, step >= budget, in_string)
             if not m.consume(t):
                 raise AssertionError(f"consume({t}) refused a token the mask allowed (after {w.tokens})")
             w.tokens.append(t)
+            for byte in self.token_bytes[t]:  # where we are: inside a JSON string or not
+                if escaped:
+                    escaped = False
+                elif in_string and byte == 0x5C:
+                    escaped = True
+                elif byte == 0x22:
+                    in_string = not in_string
         w.data = b"".join(self.token_bytes[t] for t in w.tokens)
         return w
 
