@@ -8,7 +8,7 @@ BUILT   := $(VENV)/.core-built
 VOCABS  := .cache/vocab/.extracted
 CPP_SRC := $(shell find cpp -type f) CMakeLists.txt pyproject.toml
 
-.PHONY: demo test test-all bench bench-grammar install clean
+.PHONY: demo test test-all bench bench-grammar bench-json-schema install clean
 
 demo: $(BUILT) $(VOCABS)
 	$(PY) -m tokamata demo
@@ -24,6 +24,9 @@ bench: $(BUILT) $(VOCABS)
 
 bench-grammar: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_grammar.py --write benchmarks/RESULTS_grammar.md
+
+bench-json-schema: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_json_schema.py --write benchmarks/RESULTS_json_schema.md
 
 install: $(BUILT) $(VOCABS)
 
