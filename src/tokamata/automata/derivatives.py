@@ -34,7 +34,10 @@ UNBOUNDED = -1
 _NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT, _MARK, _UNTIL = range(9)
 
 _lock = threading.Lock()
-_interned: Dict[tuple, "Expr"] = {}
+_KINDS = 12
+#: one intern table per node kind, keyed by the node's args (no key tuple per lookup, and
+#: one object fewer per node for the garbage collector to traverse)
+_tables: Tuple[Dict[tuple, "Expr"], ...] = tuple({} for _ in range(_KINDS))
 _next_id = itertools.count()  # ids are never reused, even after clear_interned()
 
 
@@ -48,7 +51,9 @@ class Expr:
         self.args = args
         self.nullable = nullable
         self.id = ident
-        self._derivatives: Dict[int, Expr] = {}  # byte class index (see cuts) -> derivative
+        #: byte class index (see cuts) -> derivative; made on the first derivative (most
+        #: nodes built while compiling are never derived)
+        self._derivatives: Dict[int, Expr] | None = None
         self._cuts: Tuple[int, ...] | None = None
         self._highs: Tuple[int, ...] | None = None  # UTF-8 leaves: upper ends of their ranges
 
@@ -57,14 +62,13 @@ class Expr:
 
 
 def _make(kind: int, args: tuple, nullable: bool) -> Expr:
-    key = (kind, args)
-    node = _interned.get(key)
+    table = _tables[kind]
+    node = table.get(args)
     if node is None:
         with _lock:
-            node = _interned.get(key)
+            node = table.get(args)
             if node is None:
-                node = Expr(kind, args, nullable, next(_next_id))
-                _interned[key] = node
+                node = table[args] = Expr(kind, args, nullable, next(_next_id))
     return node
 
 
@@ -78,10 +82,11 @@ def clear_interned() -> int:
     their own expressions, and new expressions get fresh ids, so structural keys never
     collide; equal expressions built before and after merely stop being shared."""
     with _lock:
-        count = len(_interned)
-        _interned.clear()
-        _interned[(_NOTHING, ())] = NOTHING
-        _interned[(_EPSILON, ())] = EPSILON
+        count = sum(len(table) for table in _tables)
+        for table in _tables:
+            table.clear()
+        _tables[_NOTHING][()] = NOTHING
+        _tables[_EPSILON][()] = EPSILON
         utf8_char.cache_clear()
         _end_marks.clear()
         _emptiness.clear()
@@ -286,10 +291,14 @@ def derivative(node: Expr, byte: int) -> Expr:
     node_cuts = node._cuts
     if node_cuts is None:
         node_cuts = cuts(node)
-    cls = bisect_right(node_cuts, byte)
-    cached = node._derivatives.get(cls)
-    if cached is not None:
-        return cached
+    cls = bisect_right(node_cuts, byte) if node_cuts else 0
+    memo = node._derivatives
+    if memo is None:
+        memo = node._derivatives = {}
+    else:
+        cached = memo.get(cls)
+        if cached is not None:
+            return cached
     kind = node.kind
     if kind == _BYTES:
         result = EPSILON if (node.args[0] >> byte) & 1 else NOTHING
@@ -312,7 +321,7 @@ def derivative(node: Expr, byte: int) -> Expr:
         result = _boolean_derivative(node, byte)
     else:  # NOTHING, EPSILON, MARK
         result = NOTHING
-    node._derivatives[cls] = result
+    memo[cls] = result
     return result
 
 
@@ -622,7 +631,7 @@ def _accepts(kind: int, members: tuple) -> bool:
 def _non_empty(kind: int, members: tuple, limits) -> bool:
     """Whether the AND/DIFF of ``members`` matches some string (cached)."""
     key = (kind, members)
-    if key in _interned:
+    if members in _tables[kind]:
         return True
     known = _emptiness.get(key)
     if known is not None:
@@ -652,7 +661,7 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
             continue
         if _emptiness.get(nkey) is False:
             continue
-        if _emptiness.get(nkey) or nkey in _interned or _accepts(kind, nxt):
+        if _emptiness.get(nkey) or nxt in _tables[kind] or _accepts(kind, nxt):
             for entry in path:
                 _emptiness[entry[0]] = True
             return True
