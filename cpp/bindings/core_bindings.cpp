@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "tokamata/grammar_walk.hpp"
 #include "tokamata/matcher_core.hpp"
 #include "tokamata/token_row.hpp"
+#include "tokamata/token_slices.hpp"
 #include "tokamata/token_trie.hpp"
 
 namespace nb = nanobind;
@@ -62,10 +64,23 @@ LazyDfa::Expander python_expander(nb::object expand, LazyDfa** target) {
 
 using I64Keys = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
+std::shared_ptr<TokenSlices> make_slices(std::shared_ptr<TokenTrie> trie, I32Array automaton, I32Array bounds) {
+  if (automaton.shape(0) == 0 || automaton.shape(0) % 256 != 0) throw nb::value_error("automaton: 256 entries per state");
+  nb::gil_scoped_release release;
+  try {
+    return std::make_shared<TokenSlices>(trie, automaton.data(), static_cast<int32_t>(automaton.shape(0) / 256),
+                                         bounds.data(), static_cast<int32_t>(bounds.shape(0)));
+  } catch (const std::invalid_argument& e) {
+    nb::gil_scoped_acquire acquire;
+    throw nb::value_error(e.what());
+  }
+}
+
 std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
                                            U8Array class_map, int32_t num_classes, U8Array initial_accepting,
                                            I64Keys initial_keys, I32Array eos_ids, int32_t max_states,
-                                           nb::object expand) {
+                                           nb::object expand, std::shared_ptr<TokenSlices> slices) {
+  if (slices && &slices->full() != trie.get()) throw nb::value_error("slices were built over another trie");
   if (initial_keys.shape(0) != initial_accepting.shape(0)) throw nb::value_error("one key per initial state");
   if (class_map.shape(0) != 256) throw nb::value_error("class_map must have 256 entries");
   auto slot = std::make_shared<LazyDfa*>(nullptr);
@@ -76,7 +91,8 @@ std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std:
   *slot = dfa.get();
   dfa->add_states(initial_accepting.data(), initial_keys.data(), static_cast<int32_t>(initial_accepting.shape(0)));
   std::vector<int32_t> eos(eos_ids.data(), eos_ids.data() + eos_ids.shape(0));
-  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos));
+  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos),
+                                     std::move(slices));
 }
 
 const TokenRow* row_of(MatcherCore& m) {
@@ -198,13 +214,30 @@ NB_MODULE(_core, m) {
         return nb::make_tuple(byte, begin, count, subtree, parents, t.token_ids());
       });
 
+  nb::class_<TokenSlices>(m, "TokenSlices")
+      .def(nb::new_(&make_slices), "trie"_a, "automaton"_a, "bounds"_a)
+      .def("sizes", [](const TokenSlices& s) {
+        // [(tokens in the slice, longest token, trie nodes)] per slice, then the rest's
+        std::vector<std::tuple<int32_t, int32_t, size_t>> out;
+        int32_t before = 0;
+        for (const TokenSlice& slice : s.slices()) {
+          out.emplace_back(slice.tokens_through - before, slice.max_length, slice.trie->nodes().size());
+          before = slice.tokens_through;
+        }
+        int32_t rest = 0;
+        for (const TrieNode& node : s.rest().trie->nodes()) rest += node.token_count;
+        out.emplace_back(rest, s.rest().trie->max_depth(), s.rest().trie->nodes().size());
+        return out;
+      });
+
   nb::class_<SharedRowCache>(m, "SharedRowCache")
       .def(nb::new_([](size_t max_rows) { return std::make_shared<SharedRowCache>(max_rows); }), "max_rows"_a)
       .def_prop_ro("size", &SharedRowCache::size);
 
   nb::class_<RegexCore>(m, "RegexCore")
       .def(nb::new_(&make_regex_core), "trie"_a, "shared_rows"_a.none(), "class_map"_a, "num_classes"_a,
-           "initial_accepting"_a, "initial_keys"_a, "eos_ids"_a, "max_states"_a, "expand"_a)
+           "initial_accepting"_a, "initial_keys"_a, "eos_ids"_a, "max_states"_a, "expand"_a,
+           "slices"_a.none() = nb::none())
       .def_prop_ro("num_states", &RegexCore::num_states)
       .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows);
 

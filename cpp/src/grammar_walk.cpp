@@ -1,6 +1,8 @@
 // Grammar masks across lexeme boundaries; see grammar_walk.hpp.
 #include "tokamata/grammar_walk.hpp"
 
+#include "tokamata/token_slices.hpp"
+
 #include <algorithm>
 
 namespace tokamata {
@@ -31,7 +33,11 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
     auto row = std::make_shared<TokenRow>();
     row->bits.assign(static_cast<size_t>(lexer_->num_words()), 0u);
     std::vector<std::pair<uint32_t, int32_t>> found;
-    walk_trie(trie, dfa, state, *row, &found);
+    if (const TokenSlices* slices = lexer_->slices()) {
+      walk_sliced(*slices, dfa, state, *row, &found);
+    } else {
+      walk_trie(trie, dfa, state, *row, &found);
+    }
     row->accepting = dfa.accepting(state);
     if (!lexer_->cached_row(state)) lexer_->publish_row(state, std::move(row));
     fresh->reserve(found.size());

@@ -1,6 +1,8 @@
 // Lazy DFA storage, the trie walk, and the per-state row cache; see token_row.hpp.
 #include "tokamata/token_row.hpp"
 
+#include "tokamata/token_slices.hpp"
+
 #include <algorithm>
 #include <cstring>
 
@@ -43,7 +45,7 @@ void LazyDfa::set_entries(int32_t state, int32_t first, int32_t last, int32_t ta
 }
 
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
-               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes) {
+               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes, const uint32_t* node_map) {
   // Seed 001's non-recursive walk. The stack holds the state and DFA row of each open trie
   // level; a transition is computed only when the walk takes it.
   const TrieNode* nodes = trie.nodes().data();
@@ -71,7 +73,9 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
         ++allowed;
       }
       if (node.subtree_size > 1) {
-        if (accepting_nodes && dfa.accepting(next)) accepting_nodes->emplace_back(static_cast<uint32_t>(p), next);
+        if (accepting_nodes && dfa.accepting(next)) {
+          accepting_nodes->emplace_back(node_map ? node_map[p] : static_cast<uint32_t>(p), next);
+        }
         ++top;
         states[top] = next;
         rows[top] = dfa.row_ptr(next);
@@ -84,12 +88,15 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
       top -= node.num_parents - 1;
     }
   }
-  row.num_allowed = allowed;
+  row.num_allowed += allowed;
 }
 
 RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
-                     std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids)
-    : trie_(std::move(trie)), shared_(std::move(shared)), dfa_(std::move(dfa)), eos_ids_(std::move(eos_ids)) {
+                     std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids,
+                     std::shared_ptr<const TokenSlices> slices)
+    : trie_(std::move(trie)), shared_(std::move(shared)), dfa_(std::move(dfa)), eos_ids_(std::move(eos_ids)),
+      slices_(std::move(slices)) {
+  if (slices_ && &slices_->full() != trie_.get()) throw std::invalid_argument("slices of another trie");
   for (int32_t e : eos_ids_) {
     if (e < 0 || e >= trie_->vocab_size()) throw std::invalid_argument("EOS id out of range");
   }
@@ -113,7 +120,11 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
   if (!row) {
     auto fresh = std::make_shared<TokenRow>();
     fresh->bits.assign(static_cast<size_t>(num_words()), 0u);
-    walk_trie(*trie_, *dfa_, state, *fresh);
+    if (slices_) {
+      walk_sliced(*slices_, *dfa_, state, *fresh);
+    } else {
+      walk_trie(*trie_, *dfa_, state, *fresh);
+    }
     fresh->accepting = dfa_->accepting(state);
     row = fresh;
     if (shared_) shared_->insert(key, row);

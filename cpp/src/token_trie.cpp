@@ -94,4 +94,12 @@ TokenTrie::TokenTrie(const uint8_t* token_bytes, const int64_t* offsets, const u
   }
 }
 
+void TokenTrie::drop_token_bytes() {
+  std::vector<uint8_t>().swap(bytes_);
+  std::vector<int64_t>().swap(offsets_);
+  std::vector<uint8_t>().swap(in_trie_);
+  std::vector<int32_t>().swap(node_token_);
+  std::vector<uint16_t>().swap(node_depth_);
+}
+
 }  // namespace tokamata

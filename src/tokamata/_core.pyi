@@ -22,6 +22,15 @@ class TokenTrie:
     def arrays(self) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
         """(byte, token_begin, token_count, subtree_size, num_parents, token_ids) per node."""
 
+class TokenSlices:
+    """A trie's tokens split into slices (by a prefix-closed byte automaton, then by length)
+    and the rest, each with its own trie; rows of dense states take whole slices."""
+
+    def __init__(self, trie: TokenTrie, automaton: npt.NDArray[np.int32], bounds: npt.NDArray[np.int32]) -> None: ...
+    def sizes(self) -> list[tuple[int, int, int]]:
+        """(tokens, longest token in bytes, trie nodes) per slice, then the rest's (with its
+        trie's depth)."""
+
 class SharedRowCache:
     """Token rows by structural state key, shared by the constraints of one vocabulary."""
 
@@ -35,7 +44,8 @@ class RegexCore:
     def __init__(self, trie: TokenTrie, shared_rows: SharedRowCache | None, class_map: npt.NDArray[np.uint8],
                  num_classes: int, initial_accepting: npt.NDArray[np.uint8], initial_keys: npt.NDArray[np.int64],
                  eos_ids: npt.NDArray[np.int32], max_states: int,
-                 expand: Callable[[int, int, int], tuple[bytes, bytes, bytes]]) -> None: ...
+                 expand: Callable[[int, int, int], tuple[bytes, bytes, bytes]],
+                 slices: TokenSlices | None = None) -> None: ...
     @property
     def num_states(self) -> int: ...
     @property

@@ -20,6 +20,7 @@ from .errors import InvalidArgument, InvalidSyntax
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.regex import parse_regex
 from .trie import core_trie, shared_rows
+from .slices import core_slices
 
 __all__ = ["compile_regex", "Constraint", "clear_caches"]
 
@@ -46,7 +47,7 @@ class Constraint:
             core_trie(vocab), shared_rows(vocab), dfa.class_map, dfa.num_classes,
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
-            eos, limits.max_dfa_states, dfa.expand_for_core)
+            eos, limits.max_dfa_states, dfa.expand_for_core, slices=core_slices(vocab))
 
     @property
     def num_states(self) -> int:

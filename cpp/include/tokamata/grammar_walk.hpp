@@ -12,7 +12,9 @@
 //   registers them).
 // - events(s) lists, for lexer state s, every trie node (with children) whose path leads s to an
 //   accepting state: the places where a lexeme may end strictly inside a token. Computed once per
-//   state by a trie walk, cached.
+//   state by a trie walk, cached. With the vocabulary's slices (token_slices.hpp), nodes whose
+//   whole subtree the inside row of s allows through slices taken whole may be left out: a
+//   crossing there could only add tokens the mask has already.
 // - crossing(parser, s) sets the bits of the tokens that end the current lexeme strictly inside
 //   themselves and are allowed from there on, possibly crossing several more boundaries.
 //   Together with the inside row of s (tokens that keep the current lexeme live) this is the

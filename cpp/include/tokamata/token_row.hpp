@@ -121,12 +121,17 @@ class SharedRowCache {
   std::unordered_map<int64_t, std::shared_ptr<const TokenRow>> rows_;
 };
 
+class TokenSlices;
+
 class RegexCore {
  public:
+  // `slices` (optional) must be built over `trie`; rows are then walked slice by slice.
   RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
-            std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids);
+            std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids,
+            std::shared_ptr<const TokenSlices> slices = nullptr);
 
   const TokenTrie& trie() const { return *trie_; }
+  const TokenSlices* slices() const { return slices_.get(); }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   bool is_eos(int32_t token) const;
   int32_t num_words() const { return (trie_->vocab_size() + 31) / 32; }
@@ -156,6 +161,7 @@ class RegexCore {
   std::shared_ptr<SharedRowCache> shared_;
   std::unique_ptr<LazyDfa> dfa_;
   std::vector<int32_t> eos_ids_;
+  std::shared_ptr<const TokenSlices> slices_;
   mutable std::mutex cache_mu_;
   std::mutex compute_mu_;
   std::unordered_map<int32_t, std::shared_ptr<const TokenRow>> rows_;
@@ -163,8 +169,11 @@ class RegexCore {
 
 // The trie walk: allowed tokens from `state` into `row` (seed 001's non-recursive walk). If
 // `accepting_nodes` is given, it also receives (node, state) for every live node with children
-// whose state accepts (a grammar's lexeme boundaries inside tokens), in DFS order.
+// whose state accepts (a grammar's lexeme boundaries inside tokens), in DFS order, as
+// node_map[node] when a node map is given (a sub-trie's nodes as the full trie's). Bits are
+// ORed into row.bits and the allowed tokens added to row.num_allowed.
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
-               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes = nullptr);
+               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes = nullptr,
+               const uint32_t* node_map = nullptr);
 
 }  // namespace tokamata

@@ -44,6 +44,12 @@ class TokenTrie {
   // The bytes of the path to node p: the first node_depth(p) bytes of node_token(p).
   int32_t node_token(size_t p) const { return node_token_[p]; }
   int32_t node_depth(size_t p) const { return node_depth_[p]; }
+  // The constructor's inputs, for building tries over subsets of the same tokens.
+  const uint8_t* bytes_data() const { return bytes_.data(); }
+  const int64_t* offsets_data() const { return offsets_.data(); }
+  // Frees the token bytes of a trie that is only ever walked (token_data, token_length,
+  // in_trie and node paths must not be used afterwards).
+  void drop_token_bytes();
 
  private:
   std::vector<TrieNode> nodes_;

@@ -30,6 +30,7 @@ from ..automata.dfa import DEAD
 from ..errors import InvalidArgument, LimitExceeded
 from ..limits import DEFAULT_LIMITS, Limits
 from ..trie import core_trie, shared_events, shared_rows
+from ..slices import core_slices
 from .earley import EarleyParser, limit_error
 from .ir import Grammar, check_grammar
 from .lexer import Lexer
@@ -83,7 +84,8 @@ class GrammarConstraint:
             core_trie(vocab), shared_rows(vocab), dfa.class_map, dfa.num_classes,
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
-            np.asarray(self.eos, dtype=np.int32), limits.max_dfa_states, dfa.expand_for_core)
+            np.asarray(self.eos, dtype=np.int32), limits.max_dfa_states, dfa.expand_for_core,
+            slices=core_slices(vocab))
         ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
         ignored[list(self.ignore)] = 1
         self._lock = threading.RLock()
