@@ -26,12 +26,12 @@ from typing import Dict, Tuple
 from . import charset as cs
 
 __all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
-           "repeat", "derivative", "cuts", "UNBOUNDED", "mark", "end_marks", "text_until",
+           "repeat", "derivative", "cuts", "UNBOUNDED", "tagged", "end_marks", "text_until",
            "intersection", "difference", "decimal_multiple"]
 
 UNBOUNDED = -1
 
-_NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT, _MARK, _UNTIL = range(9)
+_NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT, _TAGGED, _UNTIL = range(9)
 
 _lock = threading.Lock()
 _KINDS = 12
@@ -139,15 +139,19 @@ def _utf8_pending(charset: cs.CharSet, pending: int, interval_lo: int) -> Expr:
     return _make(_UTF8, (charset, pending), False)
 
 
-def mark(tag: int) -> Expr:
-    """The empty string, tagged: a lexer appends ``mark(i)`` to terminal ``i`` so that a state
-    knows which terminals may end where it is (:func:`end_marks`). Derivative: ``NOTHING``."""
-    return _make(_MARK, (tag,), True)
+def tagged(node: Expr, tag: int) -> Expr:
+    """``node`` with a tag: a lexer tags terminal ``i`` with ``i`` so that a state knows which
+    terminals may end where it is (:func:`end_marks`). The tag stays on every derivative,
+    ``d(tagged(r, i)) == tagged(d(r), i)``, so tagging costs one node per state reached
+    (appending a marker to ``r`` would rebuild every concatenation of ``r`` up front)."""
+    if node is NOTHING:
+        return NOTHING
+    return _make(_TAGGED, (node, tag), node.nullable)
 
 
 def end_marks(node: Expr) -> Tuple[int, ...]:
-    """Sorted tags of the marks ``node`` can reach through the empty string: the terminals
-    that may end here (marks only ever end a concatenation)."""
+    """Sorted tags of the tagged expressions ``node`` reaches that match the empty string:
+    the terminals that may end here."""
     found = _end_marks.get(node.id)
     if found is None:
         tags: set[int] = set()
@@ -163,8 +167,9 @@ def _collect_marks(node: Expr, tags: set) -> None:
     if not node.nullable:
         return
     kind = node.kind
-    if kind == _MARK:
-        tags.add(node.args[0])
+    if kind == _TAGGED:
+        tags.add(node.args[1])
+        _collect_marks(node.args[0], tags)
     elif kind == _CONCAT:
         _collect_marks(node.args[0], tags)
         _collect_marks(node.args[1], tags)
@@ -317,9 +322,11 @@ def derivative(node: Expr, byte: int) -> Expr:
         result = concat(derivative(item, byte), rest)
     elif kind == _UNTIL:
         result = _until_derivative(node.args[0], node.args[1], node.args[2], byte)
+    elif kind == _TAGGED:
+        result = tagged(derivative(node.args[0], byte), node.args[1])
     elif kind >= _AND:
         result = _boolean_derivative(node, byte)
-    else:  # NOTHING, EPSILON, MARK
+    else:  # NOTHING, EPSILON
         result = NOTHING
     memo[cls] = result
     return result
@@ -375,7 +382,7 @@ def cuts(node: Expr) -> Tuple[int, ...]:
     if node._cuts is not None:
         return node._cuts
     kind = node.kind
-    if kind == _NOTHING or kind == _EPSILON or kind == _MARK:
+    if kind == _NOTHING or kind == _EPSILON:
         result: Tuple[int, ...] = ()
     elif kind == _UNTIL:
         stop, _, pending = node.args
@@ -481,8 +488,8 @@ def _describe(node: Expr, depth: int = 0) -> str:
         return f"[{len(members)} bytes]"
     if kind == _UTF8:
         return f"<{cs.size(node.args[0])} chars, {node.args[1]} pending>"
-    if kind == _MARK:
-        return f"#{node.args[0]}"
+    if kind == _TAGGED:
+        return f"{_describe(node.args[0], depth + 1)}#{node.args[1]}"
     if kind == _UNTIL:
         return f"<text until {node.args[0]!r}, {node.args[1]} matched>"
     if kind == _CONCAT:
@@ -689,6 +696,8 @@ def _infinite(node: Expr) -> bool:
             found = (high == UNBOUNDED and item is not EPSILON) or _infinite(item)
         elif kind == _CONCAT or kind == _ALT:
             found = any(_infinite(m) for m in node.args)
+        elif kind == _TAGGED:
+            found = _infinite(node.args[0])
         elif kind == _UNTIL or kind == _DECMOD:
             found = True
         elif kind == _DIFF:
@@ -705,8 +714,10 @@ def _max_length(node: Expr):
         return _max_length_memo[node.id]
     kind = node.kind
     result: object = None
-    if kind == _NOTHING or kind == _EPSILON or kind == _MARK:
+    if kind == _NOTHING or kind == _EPSILON:
         result = 0
+    elif kind == _TAGGED:
+        result = _max_length(node.args[0])
     elif kind == _BYTES:
         result = 1
     elif kind == _UTF8:

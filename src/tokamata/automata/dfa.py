@@ -45,35 +45,65 @@ def _inside_character(node: d.Expr) -> bool:
         return all(_inside_character(m) for m in node.args)
     if kind == d._UNTIL:
         return node.args[2] is not None and _inside_character(node.args[2])
+    if kind == d._TAGGED:
+        return _inside_character(node.args[0])
     return False
 
 __all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
 
 
+_ASCII_CUT_POSITIONS = ((1 << 0x80) - 1) ^ 1  # cuts 1..0x7F (0x80 is always a cut)
+
+
 def global_class_starts(root: d.Expr) -> tuple[int, ...]:
     """First byte of every class of the DFA of ``root`` (sorted, starting with 0)."""
-    cuts: set[int] = set()
-    stack, seen = [root], set()
+    cuts = 0  # bit b set: a leaf's ASCII membership changes between bytes b - 1 and b
     non_ascii = False
+    stack, seen = [root], set()
+    push, mark_seen = stack.append, seen.add
+    BYTES, UTF8, UNTIL, REPEAT, TAGGED, DECMOD = d._BYTES, d._UTF8, d._UNTIL, d._REPEAT, d._TAGGED, d._DECMOD
     while stack:
         node = stack.pop()
-        if node.id in seen:
+        ident = node.id
+        if ident in seen:
             continue
-        seen.add(node.id)
-        if node.kind == d._BYTES:
-            node_cuts = d.cuts(node)
-            cuts.update(c for c in node_cuts if c <= 0x80)
-            if node.args[0] >> 0x80:
+        mark_seen(ident)
+        kind = node.kind
+        if kind == BYTES:
+            mask = node.args[0]
+            cuts |= mask ^ (mask << 1)
+            if mask >> 0x80:
                 non_ascii = True
-        elif node.kind == d._UTF8 or node.kind == d._UNTIL:
+        elif kind == UTF8:
             non_ascii = True
-            cuts.update(c for c in d.cuts(node) if c <= 0x80)
-        else:
-            stack.extend(a for a in node.args if isinstance(a, d.Expr))
-    cuts.add(0x80)
+            if node.args[1] == 0:  # a lead byte comes first: its ASCII part is a byte set
+                mask = 0
+                for lo, hi in node.args[0]:
+                    if lo >= 0x80:
+                        break
+                    mask |= ((1 << (min(hi, 0x7F) + 1)) - 1) ^ ((1 << lo) - 1)
+                cuts |= mask ^ (mask << 1)
+        elif kind == UNTIL:
+            non_ascii = True
+            for c in d.cuts(node):
+                if c < 0x80:
+                    cuts |= 1 << c
+        elif kind == REPEAT or kind == TAGGED:
+            push(node.args[0])
+        elif kind == DECMOD:
+            stack.extend(node.args[5:])
+        else:  # CONCAT, ALT, AND, DIFF: every argument is an expression (NOTHING, EPSILON: none)
+            stack.extend(node.args)
+    cuts &= _ASCII_CUT_POSITIONS
+    found = []
+    while cuts:
+        low = cuts & -cuts
+        found.append(low.bit_length() - 1)
+        cuts ^= low
+    found.append(0x80)
     if non_ascii:
-        cuts.update(range(0x81, 0xF6))
-    return (0,) + tuple(sorted(c for c in cuts if 0 < c < 256))
+        found.extend(range(0x81, 0xF6))
+    return (0,) + tuple(found)
 
 
 class LazyByteDfa:

@@ -2,10 +2,10 @@
 index, entered at a start state per set of terminals the parser allows.
 
 Invariants:
-- Terminal ``i`` is ``concat(expr_i, mark(i))``; a lexer state is an interned alternation of
-  such tagged derivatives, so it is identified structurally (rows are shared across grammars
-  and constraints through the vocabulary's row cache) and ``ends(state)`` (the marks reachable
-  through the empty string) are the terminals that may end exactly here.
+- Terminal ``i`` is ``tagged(expr_i, i)``; a lexer state is an interned alternation of such
+  tagged derivatives, so it is identified structurally (rows are shared across grammars and
+  constraints through the vocabulary's row cache) and ``ends(state)`` (the tags of members
+  that match the empty string) are the terminals that may end exactly here.
 - The DFA's byte classes come from the alternation of every terminal, so they refine the
   classes of every start state and every state reachable from one.
 - ``start(terminals)`` is the state for "a lexeme of one of these terminals begins here"; it
@@ -26,7 +26,7 @@ __all__ = ["Lexer"]
 class Lexer:
     def __init__(self, grammar: Grammar, limits: Limits):
         self.tagged: dict[int, d.Expr] = {
-            index: d.concat(terminal.expr, d.mark(index))
+            index: d.tagged(terminal.expr, index)
             for index, terminal in enumerate(grammar.terminals) if terminal.expr is not None}
         self.dfa = LazyByteDfa(d.alternation(*self.tagged.values()), limits)
         self._starts: dict[frozenset[int], int] = {}
