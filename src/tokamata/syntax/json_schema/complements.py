@@ -3,7 +3,8 @@
 Invariants:
 - ``difference(a, b)`` is exactly the values of ``a`` not in ``b``, or raises
   :class:`Unsupported` naming the keyword (the last key of the path it is given) and its
-  pointer. Scalar parts are language differences (numbers inside plain notation, reported);
+  pointer. Scalar parts are language differences (numbers inside plain notation,
+  :data:`.numbers.PLAIN_ANY`, reported);
   shapes are removed one by one: a piece proven disjoint from a removed shape stays as it is,
   otherwise it is intersected with the removed shape's complement, a finite union of shapes
   (one per member, count bound, rule or witness); a union of shapes told apart by one member
@@ -23,6 +24,7 @@ from typing import Optional
 from ...automata import derivatives as d
 from ...errors import SchemaError, Unsupported
 from . import lexemes as lx
+from . import numbers as nm
 from . import strings as st
 from .nodes import (ALL, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node, ObjectShape, intersect)
 from .refs import Path, unsupported
@@ -64,7 +66,8 @@ class Complements:
             number = a.number  # disjoint: nothing to take away (keeps exponents, too)
         else:
             self._notation(path)
-            plain = d.intersection(a.number, lx.PLAIN_NUMBER, limits=self.limits)
+            plain = nm.PLAIN_ANY if a.number is lx.NUMBER else \
+                d.intersection(a.number, nm.PLAIN_ANY, limits=self.limits)
             number = d.difference(plain, b.number, self.limits)
         objects = self._shape_difference(a.objects, b.objects, self.complement_object, path)
         arrays = self._shape_difference(a.arrays, b.arrays, self.complement_array, path)

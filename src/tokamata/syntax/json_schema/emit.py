@@ -27,6 +27,7 @@ from ...errors import LimitExceeded, SchemaError, Unsupported
 from ...grammar.ir import Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index
 from ...limits import Limits
 from . import lexemes as lx
+from . import numbers as nm
 from .complements import _not
 from .expand import Expander
 from .nodes import FALSE_TERM, TRUE, ArrayShape, Conj, ObjectShape
@@ -118,7 +119,7 @@ class Emitter:
         if FALSE_TERM in conj:
             return
         node = self.expander.node(conj)
-        scalars = node.scalars()
+        scalars = node.scalars(nm.overflow_safe(node.number, self.limits))
         if scalars is not d.NOTHING:
             self.rule(symbol, [self.terminal(scalars, "scalar")])
         if not (node.objects or node.arrays):

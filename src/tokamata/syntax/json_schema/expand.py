@@ -57,7 +57,7 @@ class Expander(Complements):
         self._expanding: set[int] = set()
         self._computing: set[Conj] = set()
         self._proving = 0
-        self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else lx.INTEGER
+        self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else nm.INTEGER_ANY
         text = json.dumps(document.root, default=str)
         self._annotations = "unevaluatedProperties" in text or "unevaluatedItems" in text
 
@@ -318,7 +318,7 @@ class Expander(Complements):
         if not exprs:
             return None
         self._notation(path)
-        return d.intersection(lx.PLAIN_NUMBER, *exprs, limits=limits)
+        return d.intersection(nm.PLAIN_ANY, *exprs, limits=limits)
 
     def _count(self, schema: dict, keyword: str, path: Path) -> Optional[int]:
         if keyword not in schema:
@@ -465,21 +465,25 @@ class Expander(Complements):
         if shape is None:
             return None
         declared = dict(shape.declared)
+        unplaced = set(shape.unplaced)
         for name in names:
             if not isinstance(name, str):
                 raise SchemaError(f"required names must be strings, got {name!r}")
             if name not in declared:
                 declared[name] = shape.undeclared_schema(name)
+                unplaced.add(name)
             if not st.name_accepts(shape.names, name) or declared[name] == FALSE:
                 return None
-        return replace(shape, declared=tuple(declared.items()), required=shape.required | frozenset(names))
+        return replace(shape, declared=tuple(declared.items()), required=shape.required | frozenset(names),
+                       unplaced=frozenset(unplaced))
 
     def _forbid(self, shape: ObjectShape, name: str) -> Optional[ObjectShape]:
         if name in shape.required:
             return None
         declared = dict(shape.declared)
+        unplaced = shape.unplaced if name in declared else shape.unplaced | {name}
         declared[name] = FALSE
-        return replace(shape, declared=tuple(declared.items()))
+        return replace(shape, declared=tuple(declared.items()), unplaced=unplaced)
 
     def _meet(self, shape: ObjectShape, objects: tuple[ObjectShape, ...]) -> list[ObjectShape]:
         node = intersect(Node(objects=(shape,)), Node(objects=objects), self.limits, self._prune)

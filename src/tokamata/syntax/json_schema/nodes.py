@@ -12,7 +12,11 @@ Invariants:
   under spelling (see :mod:`.lexemes`), combined with ``derivatives.alternation`` /
   ``intersection`` / ``difference``.
 - An :class:`ObjectShape` lists ``declared`` members in output order with their schemas;
-  ``required`` is a subset of the declared names; ``rules`` are ``(key language, schema)``
+  ``required`` is a subset of the declared names; ``unplaced`` are declared names that no
+  ``properties`` (or ``const``) placed, only ``required``/dependencies named: intersecting
+  shapes merges the placed orders of both sides (a ``required`` outside ``allOf`` and the
+  ``properties`` inside keep the properties' order), and a name neither side placed stays
+  right after the name it followed on its side (first when none); ``rules`` are ``(key language, schema)``
   pairs that constrain every *undeclared* member whose key is in the language (this
   is how ``patternProperties`` and ``additionalProperties`` intersect exactly: intersecting
   shapes concatenates rules and folds the other side's matching rules into each declared
@@ -62,6 +66,7 @@ class ObjectShape:
     max_properties: Optional[int] = None
     witnesses: Tuple[Tuple[d.Expr, Conj], ...] = ()
     evaluated: d.Expr = d.NOTHING
+    unplaced: FrozenSet[str] = frozenset()
 
     def schema_of(self, name: str) -> Conj:
         """The schema a member named ``name`` must satisfy."""
@@ -122,10 +127,12 @@ class Node:
         return not (self.null or self.true or self.false or self.objects or self.arrays) \
             and self.number is d.NOTHING and self.string is d.NOTHING
 
-    def scalars(self) -> d.Expr:
-        """One byte language for every scalar value of the node."""
+    def scalars(self, number: Optional[d.Expr] = None) -> d.Expr:
+        """One byte language for every scalar value of the node (``number`` in place of the
+        node's number part when given)."""
         return d.alternation(lx.NULL if self.null else d.NOTHING, lx.TRUE if self.true else d.NOTHING,
-                             lx.FALSE if self.false else d.NOTHING, self.number, self.string)
+                             lx.FALSE if self.false else d.NOTHING, self.number if number is None else number,
+                             self.string)
 
 
 ALL = Node(True, True, True, lx.NUMBER, lx.ANY_STRING, (ANY_OBJECT,), (ANY_ARRAY,))
@@ -260,23 +267,59 @@ def _intersect_objects(a: ObjectShape, b: ObjectShape, limits: Limits) -> Option
         return b
     if b.is_any:
         return a
-    declared: dict[str, Conj] = {}
+    merged: dict[str, Conj] = {}
     b_declared = dict(b.declared)
     for name, conj in a.declared:
         other = b_declared[name] if name in b_declared else b.undeclared_schema(name)
-        declared[name] = conj | other
+        merged[name] = conj | other
     a_names = dict(a.declared)
     for name, conj in b.declared:
         if name not in a_names:
-            declared[name] = conj | a.undeclared_schema(name)
+            merged[name] = conj | a.undeclared_schema(name)
+    unplaced = (a.unplaced | (b_declared.keys() - a_names.keys())) & (b.unplaced | (a_names.keys() - b_declared.keys()))
+    order = _merge_order([n for n, _ in a.declared if n not in a.unplaced],
+                         [n for n, _ in b.declared if n not in b.unplaced])
+    for side in (a, b):  # a name no side placed stays after the name it followed on its side
+        previous = None
+        for name, _ in side.declared:
+            if name in unplaced and name not in order:
+                order.insert(0 if previous is None else order.index(previous) + 1, name)
+            if name in order:
+                previous = name
     names = _and(a.names, b.names, limits)
-    shape = ObjectShape(tuple(declared.items()), a.required | b.required, a.rules + b.rules, names,
+    shape = ObjectShape(tuple((n, merged[n]) for n in order), a.required | b.required, a.rules + b.rules, names,
                         max(a.min_properties, b.min_properties), _min_opt(a.max_properties, b.max_properties),
-                        _dedupe(a.witnesses + b.witnesses), d.alternation(a.evaluated, b.evaluated))
+                        _dedupe(a.witnesses + b.witnesses), d.alternation(a.evaluated, b.evaluated),
+                        frozenset(unplaced))
     if shape.max_properties is not None and (shape.min_properties > shape.max_properties
                                              or len(shape.required) > shape.max_properties):
         return None
     return shape
+
+
+def _merge_order(first: list, second: list) -> list:
+    """One order of the names of both lists that keeps ``first``'s order and, where the two
+    do not disagree, ``second``'s: each name only in ``second`` goes right after the name
+    before it in ``second`` (before the next shared one when none comes before it)."""
+    out = list(first)
+    placed = set(out)
+    leading: list = []  # names of second before any name already placed
+    last = -1
+    for name in second:
+        if name in placed:
+            index = out.index(name)
+            if leading:
+                out[index:index] = leading
+                index += len(leading)
+                leading = []
+            last = index
+        elif last < 0:
+            leading.append(name)
+        else:
+            last += 1
+            out.insert(last, name)
+        placed.add(name)
+    return out + leading
 
 
 def _intersect_arrays(a: ArrayShape, b: ArrayShape, limits: Limits) -> Optional[ArrayShape]:

@@ -2,10 +2,18 @@
 
 Invariants:
 - Every language built here is a set of *plain* JSON number spellings (optional ``-``,
-  canonical integer part, optional ``.`` and digits; no exponent; see
-  :data:`lexemes.PLAIN_NUMBER`) and is closed under plain spelling: a value is in with all its plain spellings (``5``, ``5.0``, ``5.000``; ``0``,
-  ``-0``, ``-0.0``) or out with all of them. So intersections and differences of these
-  languages (taken inside :data:`lexemes.PLAIN_NUMBER`) are exact on values.
+  canonical integer part, optional ``.`` and digits; no exponent: :data:`PLAIN_ANY`) and is
+  closed under plain spelling: a value is in with all its plain spellings (``5``, ``5.0``,
+  ``5.000``; ``0``, ``-0``, ``-0.0``) or out with all of them. So intersections and
+  differences of these languages (taken inside :data:`PLAIN_ANY`) are exact on values.
+- The schema compiler computes with these unrestricted languages (and :data:`INTEGER_ANY`,
+  :data:`lexemes.NUMBER`), and :func:`overflow_safe` applies the restriction of
+  :data:`lexemes.PLAIN_NUMBER` / :data:`lexemes.INTEGER` (no fraction after more than 308
+  integer digits: those overflow Python floats) once, to the final language of a value. Union,
+  intersection and difference commute with intersecting every operand by one fixed set, so
+  this is exact; and it keeps a 309-digit counter out of every intermediate product
+  (nested ``not``/``oneOf`` over ``multipleOf`` would otherwise multiply it with every
+  remainder automaton and explode).
 - Bounds are compared as exact decimals (``Decimal``), never as floats: a float from the
   schema is read back through its shortest ``repr``, which is what the schema's JSON text
   said. Integers of any size work.
@@ -23,7 +31,8 @@ from ...errors import LimitExceeded, SchemaError
 from ...limits import Limits
 from . import lexemes as lx
 
-__all__ = ["to_decimal", "at_least", "at_most", "number_range", "number_value", "multiple_of"]
+__all__ = ["to_decimal", "at_least", "at_most", "number_range", "number_value", "multiple_of", "PLAIN_ANY",
+           "INTEGER_ANY", "overflow_safe"]
 
 _D = lx.DIGIT
 _D_STAR = d.repeat(_D, 0, d.UNBOUNDED)
@@ -34,6 +43,16 @@ _ZERO_FRACTION = d.repeat(d.concat(lx.literal("."), d.repeat(_ZERO, 1, d.UNBOUND
 _MINUS = lx.literal("-")
 _UNSIGNED = d.concat(d.alternation(_ZERO, d.concat(_NONZERO_DIGIT, _D_STAR)), _ANY_FRACTION)
 _ZERO_FORMS = d.concat(_ZERO, _ZERO_FRACTION)  # unsigned spellings of zero
+_CANONICAL = d.alternation(_ZERO, d.concat(_NONZERO_DIGIT, _D_STAR))
+
+#: every plain spelling (no exponent), fractions after integer parts of any length
+PLAIN_ANY = d.concat(d.repeat(_MINUS, 0, 1), _UNSIGNED)
+#: integer values in plain spelling (optional zero fractions), integer parts of any length
+INTEGER_ANY = d.concat_all((d.repeat(_MINUS, 0, 1), _CANONICAL, _ZERO_FRACTION))
+#: plain spellings with a fraction after more than 308 integer digits (what
+#: :data:`lexemes.PLAIN_NUMBER` leaves out of :data:`PLAIN_ANY`)
+LONG_FRACTION = d.concat_all((d.repeat(_MINUS, 0, 1), _NONZERO_DIGIT, d.repeat(_D, 308, d.UNBOUNDED),
+                              lx.literal("."), d.repeat(_D, 1, d.UNBOUNDED)))
 
 
 def to_decimal(value: object, pointer: str) -> Decimal:
@@ -161,7 +180,7 @@ def at_most(bound: Decimal, strict: bool, limits: Limits) -> d.Expr:
 def number_range(low: Decimal | None, low_strict: bool, high: Decimal | None, high_strict: bool,
                  limits: Limits) -> d.Expr:
     """Plain numbers between the bounds (``None``: unbounded on that side)."""
-    parts = [lx.PLAIN_NUMBER]
+    parts = [PLAIN_ANY]
     if low is not None:
         parts.append(at_least(low, low_strict, limits))
     if high is not None:
@@ -179,7 +198,7 @@ def number_value(value: Decimal, limits: Limits) -> d.Expr:
         tail = d.concat(lx.literal("." + fraction), d.repeat(_ZERO, 0, d.UNBOUNDED))
     else:
         tail = _ZERO_FRACTION
-    return d.intersection(d.concat_all((sign, lx.literal(whole), tail)), lx.PLAIN_NUMBER, limits=limits)
+    return d.concat_all((sign, lx.literal(whole), tail))
 
 
 def multiple_of(step: Decimal, limits: Limits) -> d.Expr:
@@ -195,4 +214,48 @@ def multiple_of(step: Decimal, limits: Limits) -> d.Expr:
     while k > 0 and p % 10 == 0:
         p, k = p // 10, k - 1
     lax = d.concat(d.repeat(_MINUS, 0, 1), d.decimal_multiple(p, k))
-    return d.intersection(lx.PLAIN_NUMBER, lax, limits=limits)
+    return d.intersection(PLAIN_ANY, lax, limits=limits)
+
+
+def overflow_safe(number: d.Expr, limits: Limits) -> d.Expr:
+    """The final language of a value's number part: ``number`` (built from the unrestricted
+    languages of this module, :data:`INTEGER_ANY` and :data:`lexemes.NUMBER`) with the
+    plain spellings of :data:`LONG_FRACTION` left out, except where ``number`` is all of
+    :data:`lexemes.NUMBER` (``type: number`` alone accepts every JSON number).
+
+    Exact: for ``X`` inside :data:`PLAIN_ANY` the result is ``X & lexemes.PLAIN_NUMBER``, in
+    the form cheapest for the lexer: ``INTEGER_ANY & PLAIN_NUMBER`` is ``lexemes.INTEGER``;
+    an intersection with at most one member holding divisibility or set operations takes
+    the restricted universe as a member; a deeper combination becomes ``X - LONG_FRACTION``
+    (its states then pair ``X``'s, whose emptiness checks stay free of the 309-digit
+    counter, with the counter's); alternatives are restricted one by one."""
+    if number is d.NOTHING or number is lx.NUMBER:
+        return number
+    kind = number.kind
+    if kind == d._ALT:
+        if any(m is lx.NUMBER for m in number.args):
+            return lx.NUMBER  # NUMBER | X == NUMBER
+        return d.alternation(*(overflow_safe(m, limits) for m in number.args))
+    if number.id in _RESTRICTED:
+        return _RESTRICTED[number.id]
+    if kind == d._AND and sum(1 for m in number.args if _combined(m, 3)) <= 1:
+        members = [_RESTRICTED.get(m.id, m) for m in number.args]
+        if not any(m.id in _RESTRICTED for m in number.args):
+            members.append(lx.PLAIN_NUMBER)
+        return d.intersection(*members, limits=limits)
+    if kind == d._AND or kind == d._DIFF:
+        return d.difference(number, LONG_FRACTION, limits)
+    if d.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:
+        return number
+    return d.intersection(number, lx.PLAIN_NUMBER, limits=limits)
+
+
+_RESTRICTED = {INTEGER_ANY.id: lx.INTEGER, PLAIN_ANY.id: lx.PLAIN_NUMBER}
+
+
+def _combined(node: d.Expr, depth: int) -> bool:
+    """Whether ``node`` holds divisibility or an intersection/difference (looking ``depth``
+    levels down)."""
+    if node.kind in (d._AND, d._DIFF, d._DECMOD):
+        return True
+    return depth > 0 and any(isinstance(m, d.Expr) and _combined(m, depth - 1) for m in node.args)
