@@ -1,0 +1,328 @@
+"""Intersection, difference and decimal divisibility of byte expressions (for JSON Schema).
+
+Invariants:
+- AND (n-ary intersection) and DIFF (``first`` minus ``second``) keep the invariant of
+  :mod:`.derivatives` that every node other than NOTHING is non-empty: their smart
+  constructors decide emptiness by a depth-first search of the product of the members'
+  derivatives (pairs/tuples of interned nodes, never built as nodes), bounded by
+  ``Limits.max_dfa_states`` explored states. Results are cached: a search that finds an
+  accepting state proves every state on its path non-empty, a search that fails proves every
+  state it visited empty. Derivatives are pointwise (``d(A & B) = dA & dB``,
+  ``d(A - B) = dA - dB``), so the derivatives of an AND/DIFF node are tuples of derivatives
+  of its members: finitely many.
+- DECMOD is a leaf: decimal digit strings with at most one ".", whose value is a multiple of
+  ``p / 10**k`` (``decimal_multiple``). Its state is (phase, remainder, fraction digits
+  read); a state from which no accepting string is reachable is NOTHING (decided in closed
+  form). The leaf is lax about syntax (leading zeros, "5." ...): intersect it with a number
+  syntax. Its args carry one byte set per digit and one for "." so that walks over ``args``
+  (the DFA's global byte classes) see the leaf's cuts.
+- These nodes are built only by the constructors here; :mod:`.derivatives` derives and
+  describes them through :func:`_boolean_derivative` and :func:`_describe_boolean`, and
+  re-exports the constructors.
+- Facts about a node used to skip searches (surely infinite, longest string) are stored on
+  the node, so they live exactly as long as it does.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from .derivatives import (_AND, _ALT, _BYTES, _CONCAT, _DECMOD, _DIFF, _EPSILON, _NOTHING, _REPEAT, _TAGGED,
+                          _UNTIL, _UTF8, EPSILON, NOTHING, UNBOUNDED, Expr, _describe, _make, _tables, alternation,
+                          byte_set, cuts, derivative)
+
+__all__ = ["intersection", "difference", "decimal_multiple"]
+
+_DIGIT_MARKERS = tuple(byte_set(1 << b) for b in range(0x30, 0x3A)) + (byte_set(1 << 0x2E),)
+_emptiness: Dict[tuple, bool] = {}  # (kind, members) -> True when the language is non-empty
+
+
+def clear() -> None:
+    """Forget the emptiness cache (with :func:`.derivatives.clear_interned`)."""
+    _emptiness.clear()
+
+
+def intersection(*items: Expr, limits=None) -> Expr:
+    """Strings matched by every item. Raises :class:`LimitExceeded` (``max_dfa_states``)
+    when deciding emptiness explores more product states than ``limits`` allow."""
+    members: Dict[int, Expr] = {}
+    for item in items:
+        if item is NOTHING:
+            return NOTHING
+        for member in (item.args if item.kind == _AND else (item,)):
+            members[member.id] = member
+    if not members:
+        raise ValueError("intersection of no expressions")
+    for member in list(members.values()):  # (a - b) & a == a - b
+        if member.kind == _DIFF and member.args[0].id in members:
+            del members[member.args[0].id]
+    if len(members) == 1:
+        return next(iter(members.values()))
+    ordered = tuple(members[k] for k in sorted(members))
+    if not _non_empty(_AND, ordered, limits):
+        return NOTHING
+    return _make(_AND, ordered, all(m.nullable for m in ordered))
+
+
+def difference(first: Expr, second: Expr, limits=None) -> Expr:
+    """Strings of ``first`` not matched by ``second`` (same limits as :func:`intersection`)."""
+    if first is NOTHING or first is second:
+        return NOTHING
+    if second is NOTHING:
+        return first
+    if first.kind == _DIFF:  # (a - b) - c == a - (b | c)
+        return difference(first.args[0], alternation(first.args[1], second), limits)
+    if second.kind == _ALT and any(m is first for m in second.args):
+        return NOTHING
+    pair = (first, second)
+    if not _non_empty(_DIFF, pair, limits):
+        return NOTHING
+    return _make(_DIFF, pair, first.nullable and not second.nullable)
+
+
+def decimal_multiple(p: int, k: int) -> Expr:
+    """Digit strings with at most one "." (lax syntax) whose value is a multiple of
+    ``p / 10**k`` (``p >= 1``, ``k >= 0``): e.g. ``decimal_multiple(1, 2)`` is the decimals
+    with at most two significant fraction digits, ``decimal_multiple(3, 0)`` the multiples
+    of three (any fraction digits are zeros)."""
+    if p < 1 or k < 0:
+        raise ValueError("decimal_multiple needs p >= 1 and k >= 0")
+    return _decmod_state(p, k, 0, 0, 0)
+
+
+def _decmod_state(p: int, k: int, phase: int, r: int, t: int) -> Expr:
+    if phase == 0:
+        nullable = (r * 10 ** k) % p == 0
+    elif phase == 1:
+        width = 10 ** (k - t)
+        if width < p and (-r * width) % p >= width:
+            return NOTHING  # no completion of the k fraction digits reaches a multiple
+        nullable = (r * width) % p == 0
+    else:
+        if r != 0:
+            return NOTHING
+        nullable = True
+    return _make(_DECMOD, (p, k, phase, r, t) + _DIGIT_MARKERS, nullable)
+
+
+def _decmod_derivative(args: tuple, byte: int) -> Expr:
+    p, k, phase, r, t = args[:5]
+    if byte == 0x2E:
+        if phase != 0:
+            return NOTHING
+        return _decmod_state(p, k, 1, r, 0) if k > 0 else _decmod_state(p, k, 2, r, 0)
+    if not 0x30 <= byte <= 0x39:
+        return NOTHING
+    digit = byte - 0x30
+    if phase == 2:
+        return _decmod_state(p, k, 2, r, 0) if digit == 0 else NOTHING
+    r = (r * 10 + digit) % p
+    if phase == 0:
+        return _decmod_state(p, k, 0, r, 0)
+    return _decmod_state(p, k, 2, r, 0) if t + 1 == k else _decmod_state(p, k, 1, r, t + 1)
+
+
+def _boolean_derivative(node: Expr, byte: int) -> Expr:
+    kind = node.kind
+    if kind == _AND:
+        return intersection(*[derivative(m, byte) for m in node.args])
+    if kind == _DIFF:
+        return difference(derivative(node.args[0], byte), derivative(node.args[1], byte))
+    return _decmod_derivative(node.args, byte)
+
+
+def _state_key(kind: int, members: tuple) -> tuple | None:
+    """Normalized members of a product state, or None when the state is dead."""
+    if kind == _AND:
+        unique: Dict[int, Expr] = {}
+        for m in members:
+            if m is NOTHING:
+                return None
+            unique[m.id] = m
+        return tuple(unique[k] for k in sorted(unique))
+    return None if members[0] is NOTHING else members
+
+
+def _accepts(kind: int, members: tuple) -> bool:
+    if kind == _AND:
+        return len(members) == 1 or all(m.nullable for m in members)
+    first, second = members
+    return second is NOTHING or (first.nullable and not second.nullable)
+
+
+def _non_empty(kind: int, members: tuple, limits) -> bool:
+    """Whether the AND/DIFF of ``members`` matches some string (cached)."""
+    key = (kind, members)
+    if members in _tables[kind]:
+        return True
+    known = _emptiness.get(key)
+    if known is not None:
+        return known
+    if kind == _DIFF and _infinite(members[0]) and _max_length(members[1]) is not None:
+        _emptiness[key] = True  # longer strings than the subtrahend has are left over
+        return True
+    from ..limits import DEFAULT_LIMITS
+    budget = (limits or DEFAULT_LIMITS).max_dfa_states
+    visited = {key}
+    path: list = []  # stack of (key, members, remaining representative bytes)
+    if _accepts(kind, members):
+        _emptiness[key] = True
+        return True
+    path.append((key, members, _representatives(members)))
+    while path:
+        _, state, pending = path[-1]
+        if not pending:
+            path.pop()
+            continue
+        byte = pending.pop()
+        nxt = _state_key(kind, tuple(derivative(m, byte) for m in state))
+        if nxt is None:
+            continue
+        nkey = (kind, nxt)
+        if nkey in visited:
+            continue
+        if _emptiness.get(nkey) is False:
+            continue
+        if _emptiness.get(nkey) or nxt in _tables[kind] or _accepts(kind, nxt):
+            for entry in path:
+                _emptiness[entry[0]] = True
+            return True
+        visited.add(nkey)
+        if len(visited) > budget:
+            from ..errors import LimitExceeded
+            raise LimitExceeded("max_dfa_states", len(visited), budget)
+        path.append((nkey, nxt, _representatives(nxt)))
+    for seen in visited:
+        _emptiness[seen] = False
+    return False
+
+
+def _infinite(node: Expr) -> bool:
+    """True only when ``node`` surely matches infinitely many strings (sound, not complete)."""
+    found = node._infinite
+    if found is None:
+        kind = node.kind
+        if kind == _REPEAT:
+            item, _, high = node.args
+            found = (high == UNBOUNDED and item is not EPSILON) or _infinite(item)
+        elif kind == _CONCAT or kind == _ALT:
+            found = any(_infinite(m) for m in node.args)
+        elif kind == _TAGGED:
+            found = _infinite(node.args[0])
+        elif kind == _UNTIL or kind == _DECMOD:
+            found = True
+        elif kind == _DIFF:
+            found = _infinite(node.args[0]) and _max_length(node.args[1]) is not None
+        else:
+            found = False
+        node._infinite = found
+    return found
+
+
+def _max_length(node: Expr):
+    """The length of the longest string of ``node``, or None when unbounded (or unknown)."""
+    known = node._longest
+    if known != -1:
+        return known
+    kind = node.kind
+    result: object = None
+    if kind == _NOTHING or kind == _EPSILON:
+        result = 0
+    elif kind == _TAGGED:
+        result = _max_length(node.args[0])
+    elif kind == _BYTES:
+        result = 1
+    elif kind == _UTF8:
+        result = 4
+    elif kind == _CONCAT or kind == _ALT:
+        parts = [_max_length(m) for m in node.args]
+        if all(p is not None for p in parts):
+            result = sum(parts) if kind == _CONCAT else max(parts)
+    elif kind == _REPEAT:
+        item, _, high = node.args
+        inner = _max_length(item)
+        if inner is not None and high != UNBOUNDED:
+            result = inner * high
+    elif kind == _AND:
+        parts = [p for p in (_max_length(m) for m in node.args) if p is not None]
+        result = min(parts) if parts else None
+    elif kind == _DIFF:
+        result = _max_length(node.args[0])
+    node._longest = result
+    return result
+
+
+def _representatives(members: tuple) -> list:
+    """One byte per class of the product state, in reverse order of preference (popped from
+    the end: ASCII first, the closing quote of a JSON string before anything else)."""
+    merged = set()
+    for m in members:
+        if m is not NOTHING:
+            merged.update(cuts(m))
+    firsts = sorted(merged | {0}, reverse=True)
+    if 0x22 in firsts:  # try '"' first: it ends JSON strings, finding witnesses fast
+        firsts.remove(0x22)
+        firsts.append(0x22)
+    for m in members:
+        hint = _hint(m, 4)
+        if hint is not None:  # a divisibility leaf knows its shortest completion: follow it
+            firsts.append(hint)
+            break
+    return firsts
+
+
+def _hint(node: Expr, depth: int):
+    """The first byte of a short accepted completion of a DECMOD leaf inside ``node``."""
+    kind = node.kind
+    if kind == _DECMOD:
+        return _decmod_hint(node.args)
+    if depth == 0:
+        return None
+    if kind == _CONCAT:
+        found = _hint(node.args[0], depth - 1)
+        if found is None and node.args[0].nullable:
+            found = _hint(node.args[1], depth - 1)
+        return found
+    if kind == _AND or kind == _ALT:
+        for member in node.args:
+            found = _hint(member, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _decmod_hint(args: tuple):
+    p, k, phase, r, t = args[:5]
+    if phase == 2:
+        return 0x30
+    if phase == 0:
+        modulus = p // _gcd(p, 10 ** k)
+        if r % modulus == 0:
+            return None
+    else:
+        modulus, k = p, k - t
+        if (r * 10 ** k) % p == 0:
+            return None
+    if phase == 1:
+        width = k
+    else:  # the fewest digits that can complete a multiple: following the hint shortens it
+        width = 1
+        while (-r * 10 ** width) % modulus >= 10 ** width:
+            width += 1
+    target = (-r * 10 ** width) % modulus
+    return 0x30 + int(str(target).zfill(width)[0])
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _describe_boolean(node: Expr, depth: int) -> str:
+    if node.kind == _AND:
+        return "(" + "&".join(_describe(m, depth + 1) for m in node.args) + ")"
+    if node.kind == _DIFF:
+        return f"({_describe(node.args[0], depth + 1)}-{_describe(node.args[1], depth + 1)})"
+    p, k, phase, r, t = node.args[:5]
+    return f"<multiple of {p}e-{k}: phase {phase}, remainder {r}, {t} fraction digits>"
