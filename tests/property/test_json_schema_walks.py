@@ -130,11 +130,7 @@ def _ended_enough(schema_id: str, tally: Counter, walks: int) -> None:
 
 
 #: schemas of SAMPLE on which the walks fail for a known reason other than soundness
-KNOWN = {
-    "Handwritten---allone4": "since 4e92a35 (integers keep fractions only below 309 digits) the number "
-                             "language under these multipleOf/not/oneOf keywords blows up: the first mask "
-                             "takes ~2-4 s (0.06 s before) and every walk reaches max_dfa_states",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("schema_id", [

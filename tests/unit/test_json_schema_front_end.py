@@ -180,6 +180,12 @@ TABLE = [
     ({"prefixItems": [{"type": "string"}], "unevaluatedItems": {"type": "integer"}},
      [["a"], ["a", 1, 2]], [["a", "b"], [1]]),
     (True, [1, "x", {"a": [None]}], []),
+    # multiples under oneOf/not (MaskBench Handwritten---allone4): exact on values
+    ({"type": "number", "allOf": [{"minimum": 1}, {"oneOf": [{"multipleOf": 3}, {"multipleOf": 5}, {"multipleOf": 7}]},
+                                  {"oneOf": [{"allOf": [{"not": {"multipleOf": 5}}, {"not": {"multipleOf": 7}}]},
+                                             {"multipleOf": 24}]},
+                                  {"oneOf": [{"not": {"multipleOf": 8}}, {"multipleOf": 11}]}, {"not": {"multipleOf": 8}}]},
+     [3, 6, 9, 27, 78, 10 ** 40 + 2], [0, -3, 1, 5, 7, 24, 15, 21, 33, 48, 2.5, 3.5, 10 ** 40, 10 ** 40 + 5]),
     # property_order="schema": required outside, properties inside allOf/anyOf: the properties' order
     ({"required": ["b"], "allOf": [{"properties": {"a": {}, "b": {}}}]}, [{"a": 1, "b": 2}, {"b": 2}],
      [{"a": 1}, {}]),
@@ -392,6 +398,63 @@ def test_multiple_of_is_exact(step):
     expr = nm.multiple_of(Decimal(step), tokamata.Limits())
     for text in NUMBERS:
         assert _accepts(expr, text) == (Decimal(text) % Decimal(step) == 0), (step, text)
+
+
+LONG = "1" + "0" * 308  # 309 integer digits: with a fraction, Python floats overflow
+
+
+@pytest.mark.parametrize("name,number", [
+    ("multiple of 3", nm.multiple_of(Decimal(3), tokamata.Limits())),
+    ("multiple of 0.5", nm.multiple_of(Decimal("0.5"), tokamata.Limits())),
+    ("at least 5", d.intersection(nm.PLAIN_ANY, nm.at_least(Decimal(5), False, tokamata.Limits()))),
+    ("not even", d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(2), tokamata.Limits()))),
+    ("integer", nm.INTEGER_ANY),
+    ("plain", nm.PLAIN_ANY),
+    ("values", d.alternation(nm.number_value(Decimal(6), tokamata.Limits()),
+                             nm.number_value(Decimal(LONG), tokamata.Limits()))),
+    ("multiples of 7 but not 11 or 13", d.intersection(
+        nm.INTEGER_ANY, nm.multiple_of(Decimal(7), tokamata.Limits()),
+        d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), tokamata.Limits())),
+        d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(13), tokamata.Limits())))),
+])
+def test_overflow_safe_leaves_out_exactly_long_fractions(name, number):
+    final = nm.overflow_safe(number, tokamata.Limits())
+    for text in NUMBERS + ["6", "6.0", "-6.00", "7", "14", "1001", "1001.0", LONG, LONG + ".0", LONG + ".5",
+                           LONG[:-1] + ".0", LONG[:-1] + ".5", "-" + LONG + ".0", LONG + "0"]:
+        long_fraction = "." in text and len(text.lstrip("-").split(".")[0]) > 308
+        assert _accepts(final, text) == (_accepts(number, text) and not long_fraction), (name, text)
+    assert nm.overflow_safe(lx.NUMBER, tokamata.Limits()) is lx.NUMBER  # type number alone: every number
+
+
+def test_overflow_safe_spells_large_remainder_products_without_fraction():
+    # exactly, the automaton would pair 3003 remainders with 309 integer lengths: integral values
+    # lose their ".0" spellings instead (every value stays in, nothing outside gets in)
+    limits = tokamata.Limits()
+    number = d.intersection(
+        nm.INTEGER_ANY, d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(7), limits)),
+        d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), limits)),
+        d.alternation(d.difference(nm.multiple_of(Decimal(3), limits), nm.multiple_of(Decimal(13), limits)),
+                      d.difference(nm.multiple_of(Decimal(13), limits), nm.multiple_of(Decimal(3), limits))))
+    final = nm.overflow_safe(number, limits)
+    for n in range(-200, 200):
+        valid = n % 7 != 0 and n % 11 != 0 and (n % 3 == 0) != (n % 13 == 0)
+        assert _accepts(final, str(n)) == valid, n
+        assert not _accepts(final, f"{n}.0")
+
+
+def test_combined_multiples_keep_the_lexer_small():
+    # regression (4e92a35): the 309-digit counter multiplied every remainder state; a long
+    # number then crossed max_dfa_states after ~100 tokens
+    schema = {"type": "integer", "allOf": [{"not": {"multipleOf": 7}}, {"not": {"multipleOf": 11}},
+                                           {"oneOf": [{"multipleOf": 3}, {"multipleOf": 13}]}]}
+    tokens = [str(i).encode() for i in range(100)] + [b"-", b".", None]
+    vocab = tokamata.Vocabulary.from_token_bytes(tokens, eos_token_ids=[len(tokens) - 1])
+    matcher = tokamata.compile_json_schema(schema, vocab, limits=tokamata.Limits(max_dfa_states=10000)).matcher()
+    for _ in range(150):
+        assert tokens.index(b"1") in matcher.allowed_tokens().tolist()
+        assert matcher.consume(tokens.index(b"1"))
+    n = int("1" * 150)
+    assert matcher.is_accepting() == (n % 7 != 0 and n % 11 != 0 and (n % 3 == 0) != (n % 13 == 0))
 
 
 def test_intersection_and_difference_keep_nonempty_invariant():

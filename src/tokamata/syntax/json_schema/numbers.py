@@ -14,6 +14,13 @@ Invariants:
   this is exact; and it keeps a 309-digit counter out of every intermediate product
   (nested ``not``/``oneOf`` over ``multipleOf`` would otherwise multiply it with every
   remainder automaton and explode).
+- One narrowing of spellings where exactness would not fit the lexer: an intersection or
+  difference of integral languages (``multipleOf`` integers under ``not``/``oneOf``/``allOf``)
+  whose remainders times the 309 digit counts exceed ``Limits.max_dfa_states`` is spelled
+  without fraction (``6``, not ``6.0``): the minimal automaton of the exact language pairs
+  every remainder with every integer-part length below 309 (``n.0`` is in exactly when ``n``
+  is short), so it could not be built, while without fractions no length needs counting.
+  Every value stays in (its spelling without fraction); nothing outside gets in.
 - Bounds are compared as exact decimals (``Decimal``), never as floats: a float from the
   schema is read back through its shortest ``repr``, which is what the schema's JSON text
   said. Integers of any size work.
@@ -244,6 +251,8 @@ def overflow_safe(number: d.Expr, limits: Limits) -> d.Expr:
             members.append(lx.PLAIN_NUMBER)
         return d.intersection(*members, limits=limits)
     if kind == d._AND or kind == d._DIFF:
+        if _integral(number) and _moduli(number, {}) * _LONG_DIGITS > limits.max_dfa_states:
+            return d.intersection(number, _NO_FRACTION, limits=limits)  # see the module docstring
         return d.difference(number, LONG_FRACTION, limits)
     if d.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:
         return number
@@ -251,6 +260,50 @@ def overflow_safe(number: d.Expr, limits: Limits) -> d.Expr:
 
 
 _RESTRICTED = {INTEGER_ANY.id: lx.INTEGER, PLAIN_ANY.id: lx.PLAIN_NUMBER}
+_LONG_DIGITS = 309
+_OPTIONAL_MINUS = d.repeat(_MINUS, 0, 1)
+_NO_FRACTION = d.concat(_OPTIONAL_MINUS, _CANONICAL)
+
+
+def _integral(node: d.Expr) -> bool:
+    """True only when every string of ``node`` spells an integer (a sound syntactic test)."""
+    kind = node.kind
+    if node is INTEGER_ANY or node is _NO_FRACTION or node is lx.INTEGER or node is lx.INTEGER_DRAFT4:
+        return True
+    if kind == d._DECMOD:
+        return node.args[1] == 0
+    if kind == d._CONCAT:
+        return node.args[0] is _OPTIONAL_MINUS and _integral(node.args[1])
+    if kind == d._AND:
+        return any(_integral(m) for m in node.args)
+    if kind == d._ALT:
+        return all(_integral(m) for m in node.args)
+    if kind == d._DIFF:
+        return _integral(node.args[0])
+    return False
+
+
+def _moduli(node: d.Expr, seen: dict) -> int:
+    """The least common multiple of the divisibility moduli in ``node``: how many remainders
+    its automaton may have to tell apart."""
+    if node.id in seen:
+        return seen[node.id]
+    result = 1
+    if node.kind == d._DECMOD:
+        result = node.args[0]
+    else:
+        for m in node.args:
+            if isinstance(m, d.Expr):
+                other = _moduli(m, seen)
+                result = result * other // _gcd(result, other)
+    seen[node.id] = result
+    return result
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
 
 
 def _combined(node: d.Expr, depth: int) -> bool:
