@@ -116,8 +116,9 @@ TokenSlice TokenSlices::make_slice(const std::vector<uint8_t>& member) const {
   return slice;
 }
 
-int32_t TokenSlices::depth(LazyDfa& dfa, int32_t state) const {
+int32_t TokenSlices::depth(LazyDfa& dfa, int32_t state, const Universal* universal) const {
   if (max_needed_ == 0) return 0;
+  if (universal && *universal && (*universal)(state)) return max_needed_;
   const uint8_t* class_map = dfa.class_map();
   std::vector<int32_t> stamp(static_cast<size_t>(dfa.num_classes()), 0);
   int32_t current = 0;
@@ -153,8 +154,9 @@ int32_t TokenSlices::depth(LazyDfa& dfa, int32_t state) const {
 }
 
 void walk_sliced(const TokenSlices& slices, LazyDfa& dfa, int32_t state, TokenRow& row,
-                 std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes) {
-  const int32_t d = slices.depth(dfa, state);
+                 std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes,
+                 const TokenSlices::Universal* universal) {
+  const int32_t d = slices.depth(dfa, state, universal);
   std::vector<std::pair<uint32_t, int32_t>> found;
   std::vector<std::pair<uint32_t, int32_t>>* out = accepting_nodes ? &found : nullptr;
   // contained slices are a prefix (slices ascend by length): one OR of their union

@@ -20,7 +20,7 @@ from .errors import InvalidArgument, InvalidSyntax
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.regex import parse_regex
 from .trie import core_trie, shared_rows
-from .slices import core_slices
+from .slices import core_slices, universal_callback
 
 __all__ = ["compile_regex", "Constraint", "clear_caches"]
 
@@ -47,7 +47,8 @@ class Constraint:
             core_trie(vocab), shared_rows(vocab), dfa.class_map, dfa.num_classes,
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
-            eos, limits.max_dfa_states, dfa.expand_for_core, slices=core_slices(vocab))
+            eos, limits.max_dfa_states, dfa.expand_for_core,
+            slices=core_slices(vocab), universal=universal_callback(dfa))
 
     @property
     def num_states(self) -> int:

@@ -19,6 +19,12 @@ Invariants
   compares sliced and unsliced rows.
 * Slices are built once per vocabulary and cached on it, like the trie; ``clear_caches``
   leaves them (they depend on the vocabulary alone).
+* ``universal_over_text(node)`` is sound, not complete: it is true only when every string of
+  the slice automaton leads ``node`` to a non-empty derivative, proven from the expression's
+  shape (unbounded repetitions of a class holding every such character, concatenations,
+  alternations, tags, and differences with finite languages). The core then skips its search;
+  states with keys excluded by ``additionalProperties`` (string text minus finitely many names)
+  are the case that matters, as the search would explore every prefix of every name.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import threading
 import numpy as np
 
 from . import _core
+from .automata import charset as cs
+from .automata import derivatives as d
 from .trie import core_trie
 
 _lock = threading.Lock()
@@ -79,3 +87,110 @@ def core_slices(vocab) -> "_core.TokenSlices":
             slices = _core.TokenSlices(trie, slice_automaton(), np.asarray(SLICE_BOUNDS, dtype=np.int32))
             vocab.__dict__[_ATTRIBUTE] = slices
     return slices
+
+
+#: the characters a JSON string takes unescaped (surrogates are no characters)
+_TEXT_CHARACTERS = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, cs.MAX_CODE_POINT))
+
+
+def _covers_text_characters(node: d.Expr) -> bool:
+    """True when every text character (as one whole UTF-8 sequence) is one of ``node``'s
+    strings: ``node`` is a character class, or an alternation whose character classes
+    together hold them all."""
+    ranges: list[tuple[int, int]] = []
+    for member in node.args if node.kind == d._ALT else (node,):
+        if member.kind == d._BYTES:
+            mask = member.args[0]
+            ranges += [(b, b) for b in range(0x80) if mask >> b & 1]
+        elif member.kind == d._UTF8 and member.args[1] == 0:
+            ranges += list(member.args[0])
+    ranges.sort()
+    for lo, hi in _TEXT_CHARACTERS:  # each needed range must lie in the union of ``ranges``
+        reach = lo - 1
+        for a, b in ranges:
+            if a > reach + 1:
+                if a <= hi:
+                    break
+                continue
+            reach = max(reach, b)
+            if reach >= hi:
+                break
+        if reach < hi:
+            return False
+    return True
+
+
+def _universal(node: d.Expr, memo: dict[int, tuple[bool, bool]]) -> tuple[bool, bool]:
+    """(every text string leads ``node`` to a non-empty derivative, ... to an infinite one)."""
+    known = memo.get(node.id)
+    if known is not None:
+        return known
+    kind = node.kind
+    result = (False, False)
+    if kind == d._TAGGED:
+        result = _universal(node.args[0], memo)
+    elif kind == d._ALT:
+        parts = [_universal(m, memo) for m in node.args]
+        result = (any(u for u, _ in parts), any(i for _, i in parts))
+    elif kind == d._CONCAT:
+        first, second = node.args
+        live, infinite = _universal(first, memo)
+        # (first second)_w contains first_w second, and second is not empty
+        result = (live, infinite or (live and _surely_infinite(second)))
+    elif kind == d._REPEAT:
+        item, _, high = node.args
+        if high == d.UNBOUNDED and _covers_text_characters(item):
+            result = (True, True)  # after whole characters still item*, after part of one the rest
+    elif kind == d._DIFF:
+        first, second = node.args
+        _, infinite = _universal(first, memo)
+        if infinite and _finite(second):
+            result = (True, True)  # an infinite set minus a finite one is never empty
+    memo[node.id] = result
+    return result
+
+
+def _finite(node: d.Expr) -> bool:
+    """True only if ``node`` has finitely many strings."""
+    kind = node.kind
+    if kind in (d._NOTHING, d._EPSILON, d._BYTES, d._UTF8):
+        return True
+    if kind == d._TAGGED:
+        return _finite(node.args[0])
+    if kind in (d._CONCAT, d._ALT):
+        return all(_finite(m) for m in node.args)
+    if kind == d._REPEAT:
+        return node.args[2] != d.UNBOUNDED and _finite(node.args[0])
+    if kind == d._DIFF:
+        return _finite(node.args[0])
+    if kind == d._AND:
+        return any(_finite(m) for m in node.args)
+    return False
+
+
+def _surely_infinite(node: d.Expr) -> bool:
+    """True only if ``node`` has infinitely many strings (every node but NOTHING has one)."""
+    kind = node.kind
+    if kind == d._TAGGED:
+        return _surely_infinite(node.args[0])
+    if kind in (d._CONCAT, d._ALT):
+        return any(_surely_infinite(m) for m in node.args)
+    if kind == d._REPEAT:
+        return (node.args[2] == d.UNBOUNDED and node.args[0] is not d.EPSILON) or _surely_infinite(node.args[0])
+    if kind == d._UNTIL:
+        return True
+    if kind == d._DIFF:
+        return _surely_infinite(node.args[0]) and _finite(node.args[1])
+    return False
+
+
+def universal_over_text(node: d.Expr) -> bool:
+    """True only if every prefix of JSON string text (as UTF-8) leads ``node`` to a live
+    state (sound, not complete)."""
+    return _universal(node, {})[0]
+
+
+def universal_callback(dfa):
+    """The core's ``universal(state)`` callback for ``dfa`` (a ``LazyByteDfa``)."""
+    states = dfa.states
+    return lambda state: universal_over_text(states[state])

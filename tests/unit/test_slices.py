@@ -202,3 +202,83 @@ LARK_GRAMMARS = [
 def test_sliced_lark_grammar_masks_equal_plain_walks(monkeypatch, llama3, grammar):
     vocab = llama3.vocab
     _compare(monkeypatch, vocab, lambda: tokamata.compile_grammar(grammar, vocab), seeds=range(6), steps=30)
+
+
+# ------------------------------------------------------------------ universal_over_text
+
+
+def _derive(node, data: bytes):
+    from tokamata.automata import derivatives as d
+
+    for byte in data:
+        node = d.derivative(node, byte)
+        if node is d.NOTHING:
+            break
+    return node
+
+
+def _lexer_expression(pattern: str):
+    from tokamata.automata.lower import lower
+    from tokamata.limits import Limits
+    from tokamata.syntax.regex import parse_regex
+
+    return lower(parse_regex(pattern, Limits()))
+
+
+UNIVERSAL_TABLE = [
+    # (regex, prefix to derive first, universal after it)
+    (r'"[^"\\\x00-\x1f]*"', b'"', True),
+    (r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*":', b'"', True),
+    (r'"[^"\\\x00-\x1f]*"', b"", False),            # the opening quote is no text
+    (r'"[^"\\\x00-\x1f]{0,300}"', b'"', False),     # bounded: long text dies
+    (r'"[^"\\\x00-\x1f\x7f]*"', b'"', False),       # DEL is text
+    (r'"[a-z ]*"', b'"', False),
+    (r'"[^"\\\x00-\x1f]*"|[0-9]+', b'"', True),
+    (r"(?s).*", b"", True),
+]
+
+
+@pytest.mark.parametrize("pattern, prefix, expected", UNIVERSAL_TABLE)
+def test_universal_over_text_table(pattern, prefix, expected):
+    from tokamata.slices import universal_over_text
+
+    assert universal_over_text(_derive(_lexer_expression(pattern), prefix)) is expected
+
+
+def _schema_states():
+    """Derivatives of a JSON Schema grammar's terminals at the start of string text, among
+    them keys of additionalProperties (string text minus the declared names)."""
+    from tokamata.automata import derivatives as d
+    from tokamata.syntax.json_schema import schema_to_grammar
+
+    schema = {"type": "object", "properties": {"labels": {"type": "string"}, "label": {"type": "integer"},
+                                               "name": {"type": "string", "maxLength": 4}}}
+    grammar, _ = schema_to_grammar(schema)
+    states = []
+    for terminal in grammar.terminals:
+        if terminal.expr is None:
+            continue
+        for prefix in (b'{"', b',"', b'"'):
+            node = _derive(terminal.expr, prefix)
+            if node is not d.NOTHING:
+                states.append(node)
+    return states
+
+
+text_prefixes = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\\'
+                                               + "".join(map(chr, range(0x20)))), max_size=12).map(
+    lambda s: s.encode("utf-8")) | st.sampled_from([b"label", b"labels", b"labelsx", b"nam", b"name", b"\xe4\xbd"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_universal_states_stay_live_on_text(data):
+    """Soundness: a state called universal is live after any prefix of string text."""
+    from tokamata.automata import derivatives as d
+    from tokamata.slices import universal_over_text
+
+    states = [s for s in _schema_states() if universal_over_text(s)]
+    assert states  # the additional-key and string-value states
+    node = data.draw(st.sampled_from(states))
+    text = data.draw(text_prefixes)
+    assert _derive(node, text) is not d.NOTHING
