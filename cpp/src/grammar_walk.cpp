@@ -34,7 +34,7 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
     row->bits.assign(static_cast<size_t>(lexer_->num_words()), 0u);
     std::vector<std::pair<uint32_t, int32_t>> found;
     if (const TokenSlices* slices = lexer_->slices()) {
-      walk_sliced(*slices, dfa, state, *row, &found, lexer_->universal());
+      walk_sliced(*slices, dfa, state, *row, &found, lexer_->text_depth());
     } else {
       walk_trie(trie, dfa, state, *row, &found);
     }

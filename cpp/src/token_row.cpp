@@ -93,9 +93,9 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
 
 RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
                      std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids,
-                     std::shared_ptr<const TokenSlices> slices, std::function<bool(int32_t)> universal)
+                     std::shared_ptr<const TokenSlices> slices, std::function<int32_t(int32_t)> text_depth)
     : trie_(std::move(trie)), shared_(std::move(shared)), dfa_(std::move(dfa)), eos_ids_(std::move(eos_ids)),
-      slices_(std::move(slices)), universal_(std::move(universal)) {
+      slices_(std::move(slices)), text_depth_(std::move(text_depth)) {
   if (slices_ && &slices_->full() != trie_.get()) throw std::invalid_argument("slices of another trie");
   for (int32_t e : eos_ids_) {
     if (e < 0 || e >= trie_->vocab_size()) throw std::invalid_argument("EOS id out of range");
@@ -121,7 +121,7 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
     auto fresh = std::make_shared<TokenRow>();
     fresh->bits.assign(static_cast<size_t>(num_words()), 0u);
     if (slices_) {
-      walk_sliced(*slices_, *dfa_, state, *fresh, nullptr, universal());
+      walk_sliced(*slices_, *dfa_, state, *fresh, nullptr, text_depth());
     } else {
       walk_trie(*trie_, *dfa_, state, *fresh);
     }

@@ -116,9 +116,12 @@ TokenSlice TokenSlices::make_slice(const std::vector<uint8_t>& member) const {
   return slice;
 }
 
-int32_t TokenSlices::depth(LazyDfa& dfa, int32_t state, const Universal* universal) const {
+int32_t TokenSlices::depth(LazyDfa& dfa, int32_t state, const TextDepth* text_depth) const {
   if (max_needed_ == 0) return 0;
-  if (universal && *universal && (*universal)(state)) return max_needed_;
+  if (text_depth && *text_depth) {
+    const int32_t proven = (*text_depth)(state);
+    if (proven > 0) return std::min(proven, max_needed_);
+  }
   const uint8_t* class_map = dfa.class_map();
   std::vector<int32_t> stamp(static_cast<size_t>(dfa.num_classes()), 0);
   int32_t current = 0;
@@ -155,8 +158,8 @@ int32_t TokenSlices::depth(LazyDfa& dfa, int32_t state, const Universal* univers
 
 void walk_sliced(const TokenSlices& slices, LazyDfa& dfa, int32_t state, TokenRow& row,
                  std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes,
-                 const TokenSlices::Universal* universal) {
-  const int32_t d = slices.depth(dfa, state, universal);
+                 const TokenSlices::TextDepth* text_depth) {
+  const int32_t d = slices.depth(dfa, state, text_depth);
   std::vector<std::pair<uint32_t, int32_t>> found;
   std::vector<std::pair<uint32_t, int32_t>>* out = accepting_nodes ? &found : nullptr;
   // contained slices are a prefix (slices ascend by length): one OR of their union

@@ -20,7 +20,7 @@ from .errors import InvalidArgument, InvalidSyntax
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.regex import parse_regex
 from .trie import core_trie, shared_rows
-from .slices import core_slices, universal_callback
+from .slices import core_slices, text_depth_callback
 
 __all__ = ["compile_regex", "Constraint", "clear_caches"]
 
@@ -48,7 +48,7 @@ class Constraint:
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
             eos, limits.max_dfa_states, dfa.expand_for_core,
-            slices=core_slices(vocab), universal=universal_callback(dfa))
+            slices=core_slices(vocab), text_depth=text_depth_callback(dfa))
 
     @property
     def num_states(self) -> int:

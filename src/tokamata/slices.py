@@ -19,12 +19,13 @@ Invariants
   compares sliced and unsliced rows.
 * Slices are built once per vocabulary and cached on it, like the trie; ``clear_caches``
   leaves them (they depend on the vocabulary alone).
-* ``universal_over_text(node)`` is sound, not complete: it is true only when every string of
-  the slice automaton leads ``node`` to a non-empty derivative, proven from the expression's
-  shape (unbounded repetitions of a class holding every such character, concatenations,
-  alternations, tags, and differences with finite languages). The core then skips its search;
-  states with keys excluded by ``additionalProperties`` (string text minus finitely many names)
-  are the case that matters, as the search would explore every prefix of every name.
+* ``text_depth(node)`` is sound, not complete: every string of the slice automaton of at most
+  that many bytes leads ``node`` to a non-empty derivative, proven from the expression's shape
+  (repetitions of a class holding every such character, bounded or not, concatenations,
+  alternations, tags, and differences with finite languages). When it proves something the
+  core skips its search. The cases that matter: keys excluded by ``additionalProperties``
+  (string text minus finitely many names), where the search would explore every prefix of
+  every name, and strings with ``maxLength``, where it would explore every count.
 """
 
 from __future__ import annotations
@@ -120,32 +121,38 @@ def _covers_text_characters(node: d.Expr) -> bool:
     return True
 
 
-def _universal(node: d.Expr, memo: dict[int, tuple[bool, bool]]) -> tuple[bool, bool]:
-    """(every text string leads ``node`` to a non-empty derivative, ... to an infinite one)."""
+#: "every sliceable string, however long"
+UNLIMITED = 1 << 30
+
+
+def _text_depth(node: d.Expr, memo: dict[int, tuple[int, bool]]) -> tuple[int, bool]:
+    """(a length n such that every text string of at most n bytes leads ``node`` to a
+    non-empty derivative, whether every text string leads it to an infinite one)."""
     known = memo.get(node.id)
     if known is not None:
         return known
     kind = node.kind
-    result = (False, False)
+    result = (0, False)
     if kind == d._TAGGED:
-        result = _universal(node.args[0], memo)
+        result = _text_depth(node.args[0], memo)
     elif kind == d._ALT:
-        parts = [_universal(m, memo) for m in node.args]
-        result = (any(u for u, _ in parts), any(i for _, i in parts))
+        parts = [_text_depth(m, memo) for m in node.args]
+        result = (max(n for n, _ in parts), any(i for _, i in parts))
     elif kind == d._CONCAT:
         first, second = node.args
-        live, infinite = _universal(first, memo)
+        depth, infinite = _text_depth(first, memo)
         # (first second)_w contains first_w second, and second is not empty
-        result = (live, infinite or (live and _surely_infinite(second)))
+        result = (depth, infinite or (depth == UNLIMITED and _surely_infinite(second)))
     elif kind == d._REPEAT:
         item, _, high = node.args
-        if high == d.UNBOUNDED and _covers_text_characters(item):
-            result = (True, True)  # after whole characters still item*, after part of one the rest
+        if _covers_text_characters(item):
+            # after k whole characters the rest is item{..., high - k}; after part of one more,
+            # its completion then that; a string of n bytes holds at most n characters
+            result = (UNLIMITED, True) if high == d.UNBOUNDED else (high, False)
     elif kind == d._DIFF:
         first, second = node.args
-        _, infinite = _universal(first, memo)
-        if infinite and _finite(second):
-            result = (True, True)  # an infinite set minus a finite one is never empty
+        if _text_depth(first, memo)[1] and _finite(second):
+            result = (UNLIMITED, True)  # an infinite set minus a finite one is never empty
     memo[node.id] = result
     return result
 
@@ -184,13 +191,19 @@ def _surely_infinite(node: d.Expr) -> bool:
     return False
 
 
+def text_depth(node: d.Expr) -> int:
+    """A length n (``UNLIMITED`` for any) such that every prefix of JSON string text of at most
+    n bytes (as UTF-8) leads ``node`` to a live state; 0 when nothing is proven (sound, not
+    complete)."""
+    return _text_depth(node, {})[0]
+
+
 def universal_over_text(node: d.Expr) -> bool:
-    """True only if every prefix of JSON string text (as UTF-8) leads ``node`` to a live
-    state (sound, not complete)."""
-    return _universal(node, {})[0]
+    """True only if every prefix of JSON string text leads ``node`` to a live state."""
+    return text_depth(node) == UNLIMITED
 
 
-def universal_callback(dfa):
-    """The core's ``universal(state)`` callback for ``dfa`` (a ``LazyByteDfa``)."""
+def text_depth_callback(dfa):
+    """The core's ``text_depth(state)`` callback for ``dfa`` (a ``LazyByteDfa``)."""
     states = dfa.states
-    return lambda state: universal_over_text(states[state])
+    return lambda state: min(text_depth(states[state]), UNLIMITED)

@@ -225,34 +225,44 @@ def _lexer_expression(pattern: str):
     return lower(parse_regex(pattern, Limits()))
 
 
-UNIVERSAL_TABLE = [
-    # (regex, prefix to derive first, universal after it)
-    (r'"[^"\\\x00-\x1f]*"', b'"', True),
-    (r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*":', b'"', True),
-    (r'"[^"\\\x00-\x1f]*"', b"", False),            # the opening quote is no text
-    (r'"[^"\\\x00-\x1f]{0,300}"', b'"', False),     # bounded: long text dies
-    (r'"[^"\\\x00-\x1f\x7f]*"', b'"', False),       # DEL is text
-    (r'"[a-z ]*"', b'"', False),
-    (r'"[^"\\\x00-\x1f]*"|[0-9]+', b'"', True),
-    (r"(?s).*", b"", True),
+UNLIMITED = 1 << 30
+
+TEXT_DEPTH_TABLE = [
+    # (regex, prefix to derive first, proven text depth after it)
+    (r'"[^"\\\x00-\x1f]*"', b'"', UNLIMITED),
+    (r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrtu])*":', b'"', UNLIMITED),
+    (r'"[^"\\\x00-\x1f]*"', b"", 0),                # the opening quote is no text
+    (r'"[^"\\\x00-\x1f]{0,300}"', b'"', 300),       # bounded: at most 300 characters
+    (r'"[^"\\\x00-\x1f]{0,300}"', b'"abc', 297),
+    (r'"[^"\\\x00-\x1f]{0,300}"', b'"ab\xc3', 0),   # inside a character: nothing proven
+    (r'"[^"\\\x00-\x1f\x7f]*"', b'"', 0),          # DEL is text
+    (r'"[a-z ]*"', b'"', 0),
+    (r'"[^"\\\x00-\x1f]*"|[0-9]+', b'"', UNLIMITED),
+    (r"(?s).*", b"", UNLIMITED),
 ]
 
 
-@pytest.mark.parametrize("pattern, prefix, expected", UNIVERSAL_TABLE)
-def test_universal_over_text_table(pattern, prefix, expected):
-    from tokamata.slices import universal_over_text
+@pytest.mark.parametrize("pattern, prefix, expected", TEXT_DEPTH_TABLE)
+def test_text_depth_table(pattern, prefix, expected):
+    from tokamata.slices import UNLIMITED as unlimited
+    from tokamata.slices import text_depth, universal_over_text
 
-    assert universal_over_text(_derive(_lexer_expression(pattern), prefix)) is expected
+    assert unlimited == UNLIMITED
+    node = _derive(_lexer_expression(pattern), prefix)
+    assert text_depth(node) == expected
+    assert universal_over_text(node) is (expected == UNLIMITED)
 
 
 def _schema_states():
     """Derivatives of a JSON Schema grammar's terminals at the start of string text, among
-    them keys of additionalProperties (string text minus the declared names)."""
+    them keys of additionalProperties (string text minus the declared names) and strings with
+    a maxLength."""
     from tokamata.automata import derivatives as d
     from tokamata.syntax.json_schema import schema_to_grammar
 
     schema = {"type": "object", "properties": {"labels": {"type": "string"}, "label": {"type": "integer"},
-                                               "name": {"type": "string", "maxLength": 4}}}
+                                               "name": {"type": "string", "maxLength": 4},
+                                               "note": {"type": "string", "minLength": 2, "maxLength": 7}}}
     grammar, _ = schema_to_grammar(schema)
     states = []
     for terminal in grammar.terminals:
@@ -270,15 +280,17 @@ text_prefixes = st.text(alphabet=st.characters(blacklist_categories=("Cs",), bla
     lambda s: s.encode("utf-8")) | st.sampled_from([b"label", b"labels", b"labelsx", b"nam", b"name", b"\xe4\xbd"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.data())
-def test_universal_states_stay_live_on_text(data):
-    """Soundness: a state called universal is live after any prefix of string text."""
+def test_text_depth_is_sound(data):
+    """A state is live after any prefix of string text no longer than its text depth."""
     from tokamata.automata import derivatives as d
-    from tokamata.slices import universal_over_text
+    from tokamata.slices import text_depth
 
-    states = [s for s in _schema_states() if universal_over_text(s)]
-    assert states  # the additional-key and string-value states
-    node = data.draw(st.sampled_from(states))
+    states = [(s, text_depth(s)) for s in _schema_states()]
+    states = [(s, n) for s, n in states if n > 0]
+    assert any(n == UNLIMITED for _, n in states) and any(0 < n < UNLIMITED for _, n in states)
+    node, depth = data.draw(st.sampled_from(states))
     text = data.draw(text_prefixes)
-    assert _derive(node, text) is not d.NOTHING
+    if len(text) <= depth:
+        assert _derive(node, text) is not d.NOTHING

@@ -126,16 +126,16 @@ class TokenSlices;
 class RegexCore {
  public:
   // `slices` (optional) must be built over `trie`; rows are then walked slice by slice.
-  // `universal(state)` (optional, with slices) is true only when every sliceable string keeps
-  // the state live; see token_slices.hpp.
+  // `text_depth(state)` (optional, with slices): every sliceable string of at most that many
+  // bytes keeps the state live (0: nothing known); see token_slices.hpp.
   RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
             std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids,
             std::shared_ptr<const TokenSlices> slices = nullptr,
-            std::function<bool(int32_t)> universal = nullptr);
+            std::function<int32_t(int32_t)> text_depth = nullptr);
 
   const TokenTrie& trie() const { return *trie_; }
   const TokenSlices* slices() const { return slices_.get(); }
-  const std::function<bool(int32_t)>* universal() const { return universal_ ? &universal_ : nullptr; }
+  const std::function<int32_t(int32_t)>* text_depth() const { return text_depth_ ? &text_depth_ : nullptr; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   bool is_eos(int32_t token) const;
   int32_t num_words() const { return (trie_->vocab_size() + 31) / 32; }
@@ -166,7 +166,7 @@ class RegexCore {
   std::unique_ptr<LazyDfa> dfa_;
   std::vector<int32_t> eos_ids_;
   std::shared_ptr<const TokenSlices> slices_;
-  std::function<bool(int32_t)> universal_;
+  std::function<int32_t(int32_t)> text_depth_;
   mutable std::mutex cache_mu_;
   std::mutex compute_mu_;
   std::unordered_map<int32_t, std::shared_ptr<const TokenRow>> rows_;

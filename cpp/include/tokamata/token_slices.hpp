@@ -13,9 +13,10 @@
 //   found by a breadth-first search over pairs (A state, DFA state), each pair taken at the
 //   first depth it appears; it stops early (and returns the depth proven so far) past a budget
 //   of pairs or of DFA expansions, so it costs little more than the walk it saves. A caller may
-//   also pass `universal`, a sound test on the state's expression (true only if every A-string
-//   keeps s live, as for "any JSON string text, minus finitely many keys"); when it holds, no
-//   search is made.
+//   also pass `text_depth`, a sound bound from the state's expression (every A-string of at
+//   most that many bytes keeps s live, as for "JSON string text of at most 96 characters" or
+//   "any JSON string text minus finitely many keys"); when it proves anything, no search is
+//   made.
 // - walk_sliced gives exactly walk_trie's row over the full trie: a slice whose longest token
 //   has at most depth(s) bytes is allowed whole (its bitset is ORed in, its trie not walked);
 //   every other slice's trie and the rest's are walked.
@@ -53,8 +54,8 @@ class TokenSlices {
   const TokenTrie& full() const { return *full_; }
   const std::vector<TokenSlice>& slices() const { return slices_; }
   const TokenSlice& rest() const { return rest_; }
-  using Universal = std::function<bool(int32_t state)>;
-  int32_t depth(LazyDfa& dfa, int32_t state, const Universal* universal = nullptr) const;
+  using TextDepth = std::function<int32_t(int32_t state)>;
+  int32_t depth(LazyDfa& dfa, int32_t state, const TextDepth* text_depth = nullptr) const;
 
  private:
   TokenSlice make_slice(const std::vector<uint8_t>& member) const;
@@ -72,6 +73,6 @@ class TokenSlices {
 // walk_trie's result over the full trie of `slices` (see the invariants above).
 void walk_sliced(const TokenSlices& slices, LazyDfa& dfa, int32_t state, TokenRow& row,
                  std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes = nullptr,
-                 const TokenSlices::Universal* universal = nullptr);
+                 const TokenSlices::TextDepth* text_depth = nullptr);
 
 }  // namespace tokamata

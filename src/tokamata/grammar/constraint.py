@@ -30,7 +30,7 @@ from ..automata.dfa import DEAD
 from ..errors import InvalidArgument, LimitExceeded
 from ..limits import DEFAULT_LIMITS, Limits
 from ..trie import core_trie, shared_events, shared_rows
-from ..slices import core_slices, universal_callback
+from ..slices import core_slices, text_depth_callback
 from .earley import EarleyParser, limit_error
 from .ir import Grammar, check_grammar
 from .lexer import Lexer
@@ -85,7 +85,7 @@ class GrammarConstraint:
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
             np.asarray(self.eos, dtype=np.int32), limits.max_dfa_states, dfa.expand_for_core,
-            slices=core_slices(vocab), universal=universal_callback(dfa))
+            slices=core_slices(vocab), text_depth=text_depth_callback(dfa))
         ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
         ignored[list(self.ignore)] = 1
         self._lock = threading.RLock()
