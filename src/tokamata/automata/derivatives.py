@@ -292,7 +292,8 @@ def derivative(node: Expr, byte: int) -> Expr:
 
     Memoized per node and per byte class of the node (bytes between two of its ``cuts``
     have the same derivative), so a subterm is derived once per class of its own, however
-    finely the enclosing state splits the bytes.
+    finely the enclosing state splits the bytes. (A repetition also keeps its remainder,
+    the same for every class, under key -1.)
     """
     node_cuts = node._cuts
     if node_cuts is None:
@@ -306,25 +307,34 @@ def derivative(node: Expr, byte: int) -> Expr:
         if cached is not None:
             return cached
     kind = node.kind
-    if kind == _BYTES:
-        result = EPSILON if (node.args[0] >> byte) & 1 else NOTHING
-    elif kind == _CONCAT:
+    if kind == _CONCAT:
         first, second = node.args
         result = concat(derivative(first, byte), second)
         if first.nullable:
-            result = alternation(result, derivative(second, byte))
+            other = derivative(second, byte)
+            if other is not NOTHING:
+                result = other if result is NOTHING else alternation(result, other)
     elif kind == _ALT:
-        result = alternation(*[derivative(m, byte) for m in node.args])
-    elif kind == _UTF8:
-        result = _utf8_derivative(node.args[0], node.args[1], byte, _highs(node))
-    elif kind == _REPEAT:
-        item, low, high = node.args
-        rest = repeat(item, max(low - 1, 0), UNBOUNDED if high == UNBOUNDED else high - 1)
-        result = concat(derivative(item, byte), rest)
-    elif kind == _UNTIL:
-        result = _until_derivative(node.args[0], node.args[1], node.args[2], byte)
+        live = [x for x in [derivative(m, byte) for m in node.args] if x is not NOTHING]
+        result = NOTHING if not live else live[0] if len(live) == 1 else alternation(*live)
     elif kind == _TAGGED:
         result = tagged(derivative(node.args[0], byte), node.args[1])
+    elif kind == _BYTES:
+        result = EPSILON if (node.args[0] >> byte) & 1 else NOTHING
+    elif kind == _REPEAT:
+        head = derivative(node.args[0], byte)
+        if head is NOTHING:
+            result = NOTHING
+        else:
+            rest = memo.get(-1)  # the same for every class
+            if rest is None:
+                item, low, high = node.args
+                rest = memo[-1] = repeat(item, max(low - 1, 0), UNBOUNDED if high == UNBOUNDED else high - 1)
+            result = concat(head, rest)
+    elif kind == _UTF8:
+        result = _utf8_derivative(node.args[0], node.args[1], byte, _highs(node))
+    elif kind == _UNTIL:
+        result = _until_derivative(node.args[0], node.args[1], node.args[2], byte)
     elif kind >= _AND:
         result = _boolean_derivative(node, byte)
     else:  # NOTHING, EPSILON
