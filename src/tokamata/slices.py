@@ -37,6 +37,7 @@ import numpy as np
 from . import _core
 from .automata import charset as cs
 from .automata import derivatives as d
+from .automata.boolean import _infinite, _max_length
 from .trie import core_trie
 
 _lock = threading.Lock()
@@ -142,7 +143,7 @@ def _text_depth(node: d.Expr, memo: dict[int, tuple[int, bool]]) -> tuple[int, b
         first, second = node.args
         depth, infinite = _text_depth(first, memo)
         # (first second)_w contains first_w second, and second is not empty
-        result = (depth, infinite or (depth == UNLIMITED and _surely_infinite(second)))
+        result = (depth, infinite or (depth == UNLIMITED and _infinite(second)))
     elif kind == d._REPEAT:
         item, _, high = node.args
         if _covers_text_characters(item):
@@ -158,37 +159,8 @@ def _text_depth(node: d.Expr, memo: dict[int, tuple[int, bool]]) -> tuple[int, b
 
 
 def _finite(node: d.Expr) -> bool:
-    """True only if ``node`` has finitely many strings."""
-    kind = node.kind
-    if kind in (d._NOTHING, d._EPSILON, d._BYTES, d._UTF8):
-        return True
-    if kind == d._TAGGED:
-        return _finite(node.args[0])
-    if kind in (d._CONCAT, d._ALT):
-        return all(_finite(m) for m in node.args)
-    if kind == d._REPEAT:
-        return node.args[2] != d.UNBOUNDED and _finite(node.args[0])
-    if kind == d._DIFF:
-        return _finite(node.args[0])
-    if kind == d._AND:
-        return any(_finite(m) for m in node.args)
-    return False
-
-
-def _surely_infinite(node: d.Expr) -> bool:
-    """True only if ``node`` has infinitely many strings (every node but NOTHING has one)."""
-    kind = node.kind
-    if kind == d._TAGGED:
-        return _surely_infinite(node.args[0])
-    if kind in (d._CONCAT, d._ALT):
-        return any(_surely_infinite(m) for m in node.args)
-    if kind == d._REPEAT:
-        return (node.args[2] == d.UNBOUNDED and node.args[0] is not d.EPSILON) or _surely_infinite(node.args[0])
-    if kind == d._UNTIL:
-        return True
-    if kind == d._DIFF:
-        return _surely_infinite(node.args[0]) and _finite(node.args[1])
-    return False
+    """True only if ``node`` has finitely many strings (memoized on the node)."""
+    return _max_length(node) is not None
 
 
 def text_depth(node: d.Expr) -> int:
