@@ -22,7 +22,8 @@ from ..automata import derivatives as d
 from ..errors import InvalidSyntax, LimitExceeded
 from ..limits import Limits
 
-__all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar"]
+__all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar",
+           "productive_nonterminals"]
 
 
 def nonterminal(index: int) -> int:
@@ -97,13 +98,46 @@ def _error(grammar: Grammar, message: str, origin: tuple[int, int] | None) -> In
     return InvalidSyntax(message + _where(origin), grammar.source or None, _span(grammar.source, origin))
 
 
+def productive_nonterminals(rules, num_nonterminals: int) -> list[bool]:
+    """Per nonterminal, whether it derives some terminal string: a work list over ``rules``
+    (symbols must be in range), linear in their size."""
+    productive = [False] * num_nonterminals
+    missing = []  # per rule: nonterminal occurrences not yet known productive
+    users: dict[int, list[int]] = {}
+    ready = []
+    for index, rule in enumerate(rules):
+        count = 0
+        for symbol in rule.rhs:
+            if symbol < 0:
+                users.setdefault(-symbol - 1, []).append(index)
+                count += 1
+        missing.append(count)
+        if count == 0:
+            ready.append(index)
+    while ready:
+        lhs = rules[ready.pop()].lhs
+        if productive[lhs]:
+            continue
+        productive[lhs] = True
+        for index in users.get(lhs, ()):
+            missing[index] -= 1
+            if missing[index] == 0:
+                ready.append(index)
+    return productive
+
+
 def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
     """Validate ``grammar`` and return it without unreachable rules.
 
     Raises :class:`InvalidSyntax` (with line and column) for symbols out of range, empty or
     zero-width terminals, unproductive nonterminals and an empty language, and
-    :class:`LimitExceeded` (``max_grammar_symbols``) for grammars too large.
+    :class:`LimitExceeded` (``max_grammar_symbols``) for grammars too large. A grammar this
+    function returned is not checked again (grammars are immutable; front ends check, and
+    so does :func:`~tokamata.compile_grammar_ir`), unless ``limits`` are tighter.
     """
+    checked_size = grammar.__dict__.get("_checked_size")
+    if checked_size is not None and checked_size <= limits.max_grammar_symbols:
+        return grammar
     size = sum(len(rule.rhs) + 1 for rule in grammar.rules)
     if size > limits.max_grammar_symbols:
         raise LimitExceeded("max_grammar_symbols", size, limits.max_grammar_symbols)
@@ -134,29 +168,7 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
             elif nonterminal_index(symbol) >= num_nonterminals:
                 raise _error(grammar, f"undefined rule #{nonterminal_index(symbol)}", rule.origin)
 
-    # productive nonterminals: a worklist over rules, linear in the grammar's size
-    productive = [False] * num_nonterminals
-    missing = []  # per rule: nonterminal occurrences not yet known productive
-    users: dict[int, list[int]] = {}
-    ready = []
-    for index, rule in enumerate(grammar.rules):
-        count = 0
-        for symbol in rule.rhs:
-            if not is_terminal(symbol):
-                users.setdefault(nonterminal_index(symbol), []).append(index)
-                count += 1
-        missing.append(count)
-        if count == 0:
-            ready.append(index)
-    while ready:
-        lhs = grammar.rules[ready.pop()].lhs
-        if productive[lhs]:
-            continue
-        productive[lhs] = True
-        for index in users.get(lhs, ()):
-            missing[index] -= 1
-            if missing[index] == 0:
-                ready.append(index)
+    productive = productive_nonterminals(grammar.rules, num_nonterminals)
     if not productive[grammar.start]:
         raise _error(grammar, f"the grammar's language is empty: {grammar.nonterminals[grammar.start]} "
                               "derives no finite string", _first_origin(grammar, grammar.start))
@@ -185,7 +197,9 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
                     raise _error(grammar, f"rule {name} is unproductive: it derives no finite string",
                                  _first_origin(grammar, nonterminal_index(symbol)) or rule.origin)
     rules = tuple(rule for rule in grammar.rules if rule.lhs in reachable)
-    return Grammar(grammar.terminals, grammar.nonterminals, rules, grammar.start, grammar.ignore, grammar.source)
+    checked = Grammar(grammar.terminals, grammar.nonterminals, rules, grammar.start, grammar.ignore, grammar.source)
+    object.__setattr__(checked, "_checked_size", sum(len(rule.rhs) + 1 for rule in rules))
+    return checked
 
 
 def _first_origin(grammar: Grammar, nonterminal_index_: int) -> tuple[int, int] | None:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from ...automata import derivatives as d
 from ...errors import LimitExceeded, SchemaError, Unsupported
-from ...grammar.ir import Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index
+from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index,
+                           productive_nonterminals)
 from ...limits import Limits
 from . import lexemes as lx
 from . import numbers as nm
@@ -341,14 +342,7 @@ class Emitter:
 
     # -- finishing --------------------------------------------------------------------------
     def _finish(self, start: int, source: str) -> Grammar:
-        productive = [False] * len(self.nonterminals)
-        changed = True
-        while changed:
-            changed = False
-            for rule in self.rules:
-                if not productive[rule.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)]
-                                                    for s in rule.rhs):
-                    productive[rule.lhs] = changed = True
+        productive = productive_nonterminals(self.rules, len(self.nonterminals))
         if not productive[nonterminal_index(start)]:
             raise SchemaError("the schema allows no JSON value")
         rules = tuple(r for r in self.rules

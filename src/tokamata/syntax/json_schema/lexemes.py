@@ -139,7 +139,9 @@ def string_literal(text: str) -> d.Expr:
 
 def string_literals(texts) -> d.Expr:
     """Every spelling of any of the JSON strings ``texts``, as a trie (shared prefixes, so a
-    derivative follows one branch however many strings there are)."""
+    derivative follows one branch however many strings there are). The closing quote ends
+    each branch (appending it to the whole trie would rebuild every branch), so one string
+    gives the same node as :func:`string_literal`."""
     root: dict = {}
     for text in texts:
         node = root
@@ -154,12 +156,12 @@ def string_literals(texts) -> d.Expr:
             stack.append((node, True))
             stack.extend((child, False) for key, child in node.items() if key is not None)
             continue
-        options = [d.EPSILON] if None in node else []
+        options = [_QUOTE] if None in node else []
         for key, child in node.items():
             if key is not None:
                 options.append(d.concat(json_char(((ord(key), ord(key)),)), built[id(child)]))
         built[id(node)] = d.alternation(*options)
-    return string_of(built[id(root)])
+    return d.concat(_QUOTE, built[id(root)])
 
 
 _MINUS = literal("-")
