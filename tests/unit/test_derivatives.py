@@ -63,3 +63,61 @@ def test_derivatives_of_utf8_follow_the_encoding():
     assert d.derivative(after_lead, 0xA9) is d.EPSILON
     assert d.derivative(after_lead, 0xA8) is d.NOTHING
     assert d.utf8_char(((0xD800, 0xDFFF),)) is d.NOTHING  # surrogates have no UTF-8 form
+
+
+def _matches(node, data: bytes) -> bool:
+    for byte in data:
+        node = d.derivative(node, byte)
+    return node.nullable
+
+
+def test_tagged_keeps_its_tag_through_derivatives():
+    word = d.concat(d.byte_set(1 << ord("a")), d.repeat(d.byte_set(1 << ord("b")), 0, d.UNBOUNDED))
+    other = d.concat(d.byte_set(1 << ord("a")), d.byte_set(1 << ord("c")))
+    state = d.alternation(d.tagged(word, 3), d.tagged(other, 5))
+    assert d.tagged(d.NOTHING, 1) is d.NOTHING
+    assert d.end_marks(state) == ()
+    after_a = d.derivative(state, ord("a"))
+    assert d.end_marks(after_a) == (3,)  # "a" ends word, not other
+    assert d.derivative(after_a, ord("c")) is d.tagged(d.EPSILON, 5)
+    assert d.end_marks(d.derivative(after_a, ord("c"))) == (5,)
+    assert d.end_marks(d.derivative(after_a, ord("b"))) == (3,)
+    assert d.derivative(after_a, ord("x")) is d.NOTHING
+
+
+def test_global_class_starts_separate_every_leaf_class():
+    """Every pair of bytes that some reachable state derives differently lies in different
+    global classes (checked by deriving all 256 bytes of every state of small DFAs)."""
+    from tokamata.automata.dfa import global_class_starts
+    from tokamata.syntax.json_schema import lexemes as lx
+
+    roots = [lx.ANY_STRING, lx.NUMBER, d.alternation(d.tagged(lx.string_literals(["ab", "a\\c"]), 0),
+                                                     d.tagged(lx.NUMBER, 1)),
+             d.concat(d.utf8_char(SETS["mixed"]), d.text_until(b"*/")),
+             d.intersection(lx.INTEGER, d.concat(lx.DIGIT, d.decimal_multiple(3, 0)))]
+    for root in roots:
+        starts = global_class_starts(root)
+        assert starts[0] == 0 and list(starts) == sorted(set(starts))
+        class_of = [max(i for i, s in enumerate(starts) if s <= b) for b in range(256)]
+        stack, seen = [root], set()
+        while stack and len(seen) < 200:
+            node = stack.pop()
+            if node.id in seen or node is d.NOTHING:
+                continue
+            seen.add(node.id)
+            derived = [d.derivative(node, b) for b in range(256)]
+            for b in range(1, 256):
+                if class_of[b] == class_of[b - 1]:
+                    assert derived[b] is derived[b - 1], (root, node, b)
+            stack.extend(derived)
+
+
+def test_string_literals_is_a_trie_of_string_literal():
+    from tokamata.syntax.json_schema import lexemes as lx
+
+    assert lx.string_literals(["abc"]) is lx.string_literal("abc")
+    texts = ["ab", "a", "a\"b", "é😀", ""]
+    union = lx.string_literals(texts)
+    single = d.alternation(*(lx.string_literal(t) for t in texts))
+    assert d.difference(union, single) is d.NOTHING and d.difference(single, union) is d.NOTHING
+    assert _matches(union, b'"a\\u0022b"') and not _matches(union, b'"abc"')

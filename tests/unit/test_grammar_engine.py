@@ -262,3 +262,20 @@ def test_lexer_state_blow_up_raises_limit_exceeded():
             m.allowed_tokens()
             assert m.consume(rng.choice(b"ab"))
     assert error.value.limit == "max_dfa_states"
+
+
+def test_productive_nonterminals_and_check_once():
+    from tokamata.grammar.ir import Grammar, Rule, Terminal, check_grammar, nonterminal, productive_nonterminals
+    from tokamata.limits import Limits
+
+    a = Terminal("A", d.byte_set(1 << 97))
+    # start -> as ; as -> A as | A ; loop -> loop A (unproductive) ; unused -> as (unreachable)
+    rules = (Rule(0, (nonterminal(1),)), Rule(1, (0, nonterminal(1))), Rule(1, (0,)), Rule(2, (nonterminal(2), 0)),
+             Rule(3, (nonterminal(1),)))
+    assert productive_nonterminals(rules, 4) == [True, True, False, True]
+    grammar = Grammar((a,), ("start", "as", "loop", "unused"), rules, 0)
+    checked = check_grammar(grammar, Limits())
+    assert {r.lhs for r in checked.rules} == {0, 1}  # unreachable rules dropped
+    assert check_grammar(checked, Limits()) is checked  # not checked twice
+    with pytest.raises(tokamata.LimitExceeded):
+        check_grammar(checked, Limits(max_grammar_symbols=3))  # tighter limits: checked again
