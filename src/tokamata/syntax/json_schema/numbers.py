@@ -254,8 +254,8 @@ def overflow_safe(number: d.Expr, limits: Limits) -> d.Expr:
         if _integral(number) and _moduli(number, {}) * _LONG_DIGITS > limits.max_dfa_states:
             return d.intersection(number, _NO_FRACTION, limits=limits)  # see the module docstring
         return d.difference(number, LONG_FRACTION, limits)
-    if d.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:
-        return number
+    if not _may_spell_point(number, {}) or d.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:
+        return number  # (no '.' anywhere: no fraction, so nothing of LONG_FRACTION; cheap first)
     return d.intersection(number, lx.PLAIN_NUMBER, limits=limits)
 
 
@@ -281,6 +281,26 @@ def _integral(node: d.Expr) -> bool:
     if kind == d._DIFF:
         return _integral(node.args[0])
     return False
+
+
+def _may_spell_point(node: d.Expr, seen: dict) -> bool:
+    """False only when no string of ``node`` holds a '.' (a sound syntactic test: no leaf
+    spells one). Draft 4 integers, say, need no emptiness check against fractions."""
+    found = seen.get(node.id)
+    if found is None:
+        kind = node.kind
+        if kind == d._BYTES:
+            found = bool(node.args[0] >> 0x2E & 1)
+        elif kind == d._UTF8:
+            found = node.args[1] > 0 or any(lo <= 0x2E <= hi for lo, hi in node.args[0])
+        elif kind in (d._NOTHING, d._EPSILON):
+            found = False
+        elif kind in (d._CONCAT, d._ALT, d._REPEAT, d._TAGGED, d._AND, d._DIFF):
+            found = any(_may_spell_point(m, seen) for m in node.args if isinstance(m, d.Expr))
+        else:  # divisibility, text-until: may well
+            found = True
+        seen[node.id] = found
+    return found
 
 
 def _moduli(node: d.Expr, seen: dict) -> int:
