@@ -214,6 +214,9 @@ def render(
     a("")
     a("Grammar constraints (JSON, arithmetic, C-like): [RESULTS_grammar.md](RESULTS_grammar.md), from `bench_grammar.py`.")
     a("")
+    a("JSON Schema constraints (MaskBench, JSON-Schema-Test-Suite counts in tests/conformance): "
+      "[RESULTS_json_schema.md](RESULTS_json_schema.md), from `bench_json_schema.py`.")
+    a("")
     m = machine_info()
     a(f"**Machine**: {m['cpu']}, nproc {m['nproc']} (affinity {m['affinity']}), {m['memory']} RAM, "
       f"Python {m['python']}, {m['platform']}. Load average at start: {LOAD_AT_START}.")
