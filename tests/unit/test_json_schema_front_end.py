@@ -442,6 +442,17 @@ def test_overflow_safe_spells_large_remainder_products_without_fraction():
         assert not _accepts(final, f"{n}.0")
 
 
+def test_integer_notation_narrowing_is_reported():
+    narrowing = {"type": "integer", "allOf": [{"not": {"multipleOf": 7}}, {"not": {"multipleOf": 11}},
+                                              {"oneOf": [{"multipleOf": 3}, {"multipleOf": 13}]}]}
+    _, report = schema_to_grammar(narrowing)
+    found = [a for a in report if a.kind == "integer-notation"]
+    assert len(found) == 1 and "3003 remainders" in str(found[0])
+    for exact in ({"type": "integer", "multipleOf": 7}, {"type": "integer", "not": {"multipleOf": 2}}):
+        _, report = schema_to_grammar(exact)
+        assert "integer-notation" not in [a.kind for a in report], exact
+
+
 def test_combined_multiples_keep_the_lexer_small():
     # regression (4e92a35): the 309-digit counter multiplied every remainder state; a long
     # number then crossed max_dfa_states after ~100 tokens

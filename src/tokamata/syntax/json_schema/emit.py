@@ -120,7 +120,12 @@ class Emitter:
         if FALSE_TERM in conj:
             return
         node = self.expander.node(conj)
-        scalars = node.scalars(nm.overflow_safe(node.number, self.limits))
+        narrowed: list = []
+        scalars = node.scalars(nm.overflow_safe(node.number, self.limits, narrowed))
+        if narrowed:
+            self.report.add("integer-notation", "", f"integral numbers combining multiples ({max(narrowed)} "
+                            "remainders) are spelled without a fraction (6, not 6.0): the exact spelling "
+                            "would need more lexer states than Limits.max_dfa_states")
         if scalars is not d.NOTHING:
             self.rule(symbol, [self.terminal(scalars, "scalar")])
         if not (node.objects or node.arrays):

@@ -224,7 +224,7 @@ def multiple_of(step: Decimal, limits: Limits) -> d.Expr:
     return d.intersection(PLAIN_ANY, lax, limits=limits)
 
 
-def overflow_safe(number: d.Expr, limits: Limits) -> d.Expr:
+def overflow_safe(number: d.Expr, limits: Limits, narrowed: list | None = None) -> d.Expr:
     """The final language of a value's number part: ``number`` (built from the unrestricted
     languages of this module, :data:`INTEGER_ANY` and :data:`lexemes.NUMBER`) with the
     plain spellings of :data:`LONG_FRACTION` left out, except where ``number`` is all of
@@ -235,14 +235,16 @@ def overflow_safe(number: d.Expr, limits: Limits) -> d.Expr:
     an intersection with at most one member holding divisibility or set operations takes
     the restricted universe as a member; a deeper combination becomes ``X - LONG_FRACTION``
     (its states then pair ``X``'s, whose emptiness checks stay free of the 309-digit
-    counter, with the counter's); alternatives are restricted one by one."""
+    counter, with the counter's); alternatives are restricted one by one. The one narrowing
+    (integral values spelled without fraction, see the module docstring) appends its number of
+    remainders to ``narrowed``, for the caller's report."""
     if number is d.NOTHING or number is lx.NUMBER:
         return number
     kind = number.kind
     if kind == d._ALT:
         if any(m is lx.NUMBER for m in number.args):
             return lx.NUMBER  # NUMBER | X == NUMBER
-        return d.alternation(*(overflow_safe(m, limits) for m in number.args))
+        return d.alternation(*(overflow_safe(m, limits, narrowed) for m in number.args))
     if number.id in _RESTRICTED:
         return _RESTRICTED[number.id]
     if kind == d._AND and sum(1 for m in number.args if _combined(m, 3)) <= 1:
@@ -252,6 +254,8 @@ def overflow_safe(number: d.Expr, limits: Limits) -> d.Expr:
         return d.intersection(*members, limits=limits)
     if kind == d._AND or kind == d._DIFF:
         if _integral(number) and _moduli(number, {}) * _LONG_DIGITS > limits.max_dfa_states:
+            if narrowed is not None:  # the caller reports it
+                narrowed.append(_moduli(number, {}))
             return d.intersection(number, _NO_FRACTION, limits=limits)  # see the module docstring
         return d.difference(number, LONG_FRACTION, limits)
     if not _may_spell_point(number, {}) or d.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:

@@ -5,8 +5,10 @@ Invariants:
   :class:`Approximation` in the :class:`Report`, with the JSON pointer of the keyword and a
   kind. Kinds that *widen* the language (``uniqueItems`` ignored, an unenforceable
   ``format`` ignored) happen only when the caller named them in ``approximate``; kinds that
-  *narrow* it (``number-notation``: exponents not generated where bounds apply; ``format-subset``)
-  are always allowed and always reported.
+  *narrow* it (``number-notation``: exponents not generated where bounds apply;
+  ``integer-notation``: integral values of combined ``multipleOf`` / ``not`` spelled without a
+  fraction where the exact automaton would not fit; ``format-subset``) are always allowed and
+  always reported.
 """
 
 from __future__ import annotations
