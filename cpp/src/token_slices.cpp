@@ -166,7 +166,11 @@ void walk_sliced(const TokenSlices& slices, LazyDfa& dfa, int32_t state, TokenRo
   const std::vector<TokenSlice>& all = slices.slices();
   size_t contained = 0;
   while (contained < all.size() && all[contained].max_length <= d) ++contained;
-  if (contained > 0) {
+  if (contained == 0) {  // nothing to skip: one walk of the full trie (its root fans out once)
+    walk_trie(slices.full(), dfa, state, row, accepting_nodes);
+    return;
+  }
+  {
     const TokenSlice& whole = all[contained - 1];
     uint32_t* bits = row.bits.data();
     const uint32_t* add = whole.bits_through.data();

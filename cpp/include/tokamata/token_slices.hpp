@@ -19,7 +19,8 @@
 //   made.
 // - walk_sliced gives exactly walk_trie's row over the full trie: a slice whose longest token
 //   has at most depth(s) bytes is allowed whole (its bitset is ORed in, its trie not walked);
-//   every other slice's trie and the rest's are walked.
+//   every other slice's trie and the rest's are walked. When no slice is taken whole, it is
+//   walk_trie over the full trie (seven tries' roots would cost more than one).
 // - With boundary events requested, it reports the walked tries' events, mapped to full-trie
 //   nodes, sorted and deduplicated: every event of the full walk except those on nodes all of
 //   whose tokens (the node's subtree) are in slices taken whole. Those cannot change a mask: a
