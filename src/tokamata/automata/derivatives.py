@@ -47,7 +47,7 @@ class Expr:
     """An interned byte-level regular expression. Build with the module's constructors."""
 
     __slots__ = ("kind", "args", "nullable", "id", "_derivatives", "_cuts", "_highs", "_ends", "_longest",
-                 "_infinite", "__weakref__")
+                 "_infinite", "_leaf_cuts", "__weakref__")
 
     def __init__(self, kind: int, args: tuple, nullable: bool, ident: int):
         self.kind = kind
@@ -63,6 +63,7 @@ class Expr:
         self._ends: Tuple[int, ...] | None = None  # end_marks()
         self._longest: int | None = -1  # .boolean._max_length(): -1 unknown, None unbounded
         self._infinite: bool | None = None  # .boolean._infinite()
+        self._leaf_cuts: int | None = None  # .dfa.global_class_starts()
 
     def __repr__(self) -> str:
         return f"Expr#{self.id}({_describe(self)})"

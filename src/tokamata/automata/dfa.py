@@ -53,55 +53,71 @@ __all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
 
 
 _ASCII_CUT_POSITIONS = ((1 << 0x80) - 1) ^ 1  # cuts 1..0x7F (0x80 is always a cut)
+_NON_ASCII = 1  # bit 0 of a leaf-cut mask (never a cut): some leaf can read a non-ASCII byte
+
+
+def _leaf_cuts(node: d.Expr) -> int:
+    """The ASCII cuts of every leaf below ``node`` (bits 1..0x7F) and whether some leaf can
+    read a non-ASCII byte (bit 0); memoized on each node, so a subterm shared by terminals or
+    kept across compiles (a format, a key literal) is walked once."""
+    found = node._leaf_cuts
+    if found is not None:
+        return found
+    BYTES, UTF8, UNTIL, REPEAT, TAGGED, DECMOD = d._BYTES, d._UTF8, d._UNTIL, d._REPEAT, d._TAGGED, d._DECMOD
+    stack = [node]
+    while stack:  # post-order without recursion: concatenations may be long
+        top = stack[-1]
+        if top._leaf_cuts is not None:
+            stack.pop()
+            continue
+        kind = top.kind
+        if kind == BYTES:
+            mask = top.args[0]
+            found = ((mask ^ (mask << 1)) & _ASCII_CUT_POSITIONS) | (_NON_ASCII if mask >> 0x80 else 0)
+        elif kind == UTF8:
+            found = _NON_ASCII
+            if top.args[1] == 0:  # a lead byte comes first: its ASCII part is a byte set
+                mask = 0
+                for lo, hi in top.args[0]:
+                    if lo >= 0x80:
+                        break
+                    mask |= ((1 << (min(hi, 0x7F) + 1)) - 1) ^ ((1 << lo) - 1)
+                found |= (mask ^ (mask << 1)) & _ASCII_CUT_POSITIONS
+        elif kind == UNTIL:
+            found = _NON_ASCII
+            for c in d.cuts(top):
+                if c < 0x80:
+                    found |= 1 << c
+        else:
+            if kind == REPEAT or kind == TAGGED:
+                children = top.args[:1]
+            elif kind == DECMOD:
+                children = top.args[5:]
+            else:  # CONCAT, ALT, AND, DIFF: every argument is an expression (NOTHING, EPSILON: none)
+                children = top.args
+            missing = [c for c in children if c._leaf_cuts is None]
+            if missing:
+                stack.extend(missing)
+                continue
+            found = 0
+            for c in children:
+                found |= c._leaf_cuts
+        top._leaf_cuts = found
+        stack.pop()
+    return node._leaf_cuts
 
 
 def global_class_starts(root: d.Expr) -> tuple[int, ...]:
     """First byte of every class of the DFA of ``root`` (sorted, starting with 0)."""
-    cuts = 0  # bit b set: a leaf's ASCII membership changes between bytes b - 1 and b
-    non_ascii = False
-    stack, seen = [root], set()
-    push, mark_seen = stack.append, seen.add
-    BYTES, UTF8, UNTIL, REPEAT, TAGGED, DECMOD = d._BYTES, d._UTF8, d._UNTIL, d._REPEAT, d._TAGGED, d._DECMOD
-    while stack:
-        node = stack.pop()
-        ident = node.id
-        if ident in seen:
-            continue
-        mark_seen(ident)
-        kind = node.kind
-        if kind == BYTES:
-            mask = node.args[0]
-            cuts |= mask ^ (mask << 1)
-            if mask >> 0x80:
-                non_ascii = True
-        elif kind == UTF8:
-            non_ascii = True
-            if node.args[1] == 0:  # a lead byte comes first: its ASCII part is a byte set
-                mask = 0
-                for lo, hi in node.args[0]:
-                    if lo >= 0x80:
-                        break
-                    mask |= ((1 << (min(hi, 0x7F) + 1)) - 1) ^ ((1 << lo) - 1)
-                cuts |= mask ^ (mask << 1)
-        elif kind == UNTIL:
-            non_ascii = True
-            for c in d.cuts(node):
-                if c < 0x80:
-                    cuts |= 1 << c
-        elif kind == REPEAT or kind == TAGGED:
-            push(node.args[0])
-        elif kind == DECMOD:
-            stack.extend(node.args[5:])
-        else:  # CONCAT, ALT, AND, DIFF: every argument is an expression (NOTHING, EPSILON: none)
-            stack.extend(node.args)
-    cuts &= _ASCII_CUT_POSITIONS
+    leaf_cuts = _leaf_cuts(root)
+    cuts = leaf_cuts & _ASCII_CUT_POSITIONS
     found = []
     while cuts:
         low = cuts & -cuts
         found.append(low.bit_length() - 1)
         cuts ^= low
     found.append(0x80)
-    if non_ascii:
+    if leaf_cuts & _NON_ASCII:
         found.extend(range(0x81, 0xF6))
     return (0,) + tuple(found)
 

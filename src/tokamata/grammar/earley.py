@@ -96,15 +96,31 @@ class EarleyParser:
 
     @staticmethod
     def _nullable(grammar: Grammar) -> frozenset[int]:
+        """Nonterminals deriving the empty string: a work list over the rules without
+        terminals, linear in the grammar's size."""
         nullable: set[int] = set()
-        changed = True
-        while changed:
-            changed = False
-            for rule in grammar.rules:
-                if rule.lhs not in nullable and all(
-                        not is_terminal(s) and nonterminal_index(s) in nullable for s in rule.rhs):
-                    nullable.add(rule.lhs)
-                    changed = True
+        missing = []  # per rule: nonterminal occurrences not yet known nullable
+        users: dict[int, list[int]] = {}
+        ready = []
+        rules = grammar.rules
+        for index, rule in enumerate(rules):
+            if any(is_terminal(s) for s in rule.rhs):
+                missing.append(-1)  # never nullable
+                continue
+            for symbol in rule.rhs:
+                users.setdefault(nonterminal_index(symbol), []).append(index)
+            missing.append(len(rule.rhs))
+            if not rule.rhs:
+                ready.append(index)
+        while ready:
+            lhs = rules[ready.pop()].lhs
+            if lhs in nullable:
+                continue
+            nullable.add(lhs)
+            for index in users.get(lhs, ()):
+                missing[index] -= 1
+                if missing[index] == 0:
+                    ready.append(index)
         return frozenset(nullable)
 
     @property
