@@ -142,26 +142,38 @@ def string_literals(texts) -> d.Expr:
     derivative follows one branch however many strings there are). The closing quote ends
     each branch (appending it to the whole trie would rebuild every branch), so one string
     gives the same node as :func:`string_literal`."""
-    root: dict = {}
-    for text in texts:
-        node = root
-        for c in text:
-            node = node.setdefault(c, {})
-        node[None] = True
-    built: dict[int, d.Expr] = {}
-    stack = [(root, False)]
+    words = sorted(set(texts))
+    if not words:
+        return d.NOTHING
+    built: dict[tuple[int, int], d.Expr] = {}  # (lo, hi) -> trie of words[lo:hi] past their common prefix
+    stack = [(0, len(words), 0, None)]
     while stack:  # post-order without recursion: strings may be long
-        node, ready = stack.pop()
-        if not ready:
-            stack.append((node, True))
-            stack.extend((child, False) for key, child in node.items() if key is not None)
+        lo, hi, depth, children = stack.pop()
+        first, last = words[lo], words[hi - 1]  # sorted: their common prefix is the group's
+        common = depth
+        limit = min(len(first), len(last))
+        while common < limit and first[common] == last[common]:
+            common += 1
+        if children is None:  # split past the common prefix: by the next character
+            children = []
+            start = lo + 1 if len(first) == common else lo  # the shortest word sorts first
+            while start < hi:
+                c = words[start][common]
+                stop = start + 1
+                while stop < hi and words[stop][common] == c:
+                    stop += 1
+                children.append((start, stop))
+                start = stop
+            stack.append((lo, hi, depth, children))
+            stack.extend((a, b, common, None) for a, b in children if (a, b) not in built)
             continue
-        options = [_QUOTE] if None in node else []
-        for key, child in node.items():
-            if key is not None:
-                options.append(d.concat(json_char(((ord(key), ord(key)),)), built[id(child)]))
-        built[id(node)] = d.alternation(*options)
-    return d.concat(_QUOTE, built[id(root)])
+        options = [_QUOTE] if len(first) == common else []
+        options.extend(built[child] for child in children)
+        node = options[0] if len(options) == 1 else d.alternation(*options)
+        for c in reversed(first[depth:common]):
+            node = d.concat(json_char(((ord(c), ord(c)),)), node)
+        built[(lo, hi)] = node
+    return d.concat(_QUOTE, built[(0, len(words))])
 
 
 _MINUS = literal("-")
