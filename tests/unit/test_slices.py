@@ -294,3 +294,19 @@ def test_text_depth_is_sound(data):
     text = data.draw(text_prefixes)
     if len(text) <= depth:
         assert _derive(node, text) is not d.NOTHING
+
+
+# ------------------------------------------------------------------ other vocabularies
+
+
+@pytest.mark.parametrize("name", ["gpt-2", "qwen2", "llama-spm"])
+def test_sliced_masks_equal_plain_walks_on_other_vocabularies(monkeypatch, name):
+    """Byte-level BPE (GPT-2, Qwen2) and SentencePiece with byte fallback (Llama SPM: raw
+    byte tokens, partial UTF-8): the partition matches the decoder oracle and masks agree."""
+    vocab = real_tokenizers.ggml_vocab(name).vocab
+    texts = [t for t in vocab.token_bytes if t]
+    sizes = core_slices(vocab).sizes()
+    assert sum(count for count, _, _ in sizes[:-1]) == sum(1 for t in texts if _sliceable_oracle(t))
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "note": {"type": "string", "maxLength": 6}}}
+    _compare(monkeypatch, vocab, lambda: tokamata.compile_json_schema(schema, vocab), seeds=range(3), steps=20)
+    _compare(monkeypatch, vocab, lambda: tokamata.compile_regex(r"[^\n]{0,30}\n", vocab), seeds=range(2), steps=12)
