@@ -121,3 +121,15 @@ def test_string_literals_is_a_trie_of_string_literal():
     single = d.alternation(*(lx.string_literal(t) for t in texts))
     assert d.difference(union, single) is d.NOTHING and d.difference(single, union) is d.NOTHING
     assert _matches(union, b'"a\\u0022b"') and not _matches(union, b'"abc"')
+
+
+def test_name_accepts_any_string_shortcut_agrees_with_the_walk():
+    import json
+
+    from tokamata.syntax.json_schema import lexemes as lx
+    from tokamata.syntax.json_schema.strings import name_accepts
+
+    for name in ["a", "", 'a"b', "x\\y", "\x01\n\x7f", "\ud800", "é", "😀"]:
+        spelled = json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        assert name_accepts(lx.ANY_STRING, name) == _matches(lx.ANY_STRING, spelled), name
+    assert not name_accepts(lx.ANY_STRING, "\udc00x")

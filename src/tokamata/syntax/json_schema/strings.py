@@ -300,6 +300,8 @@ def name_accepts(language: d.Expr, name: str) -> bool:
     membership of the string whatever its spelling."""
     import json
 
+    if language is lx.ANY_STRING and name.isascii():  # (a non-ASCII name may hold a lone surrogate)
+        return True
     node = language
     for byte in json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass"):
         node = d.derivative(node, byte)
