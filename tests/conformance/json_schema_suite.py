@@ -1,7 +1,9 @@
 """JSON-Schema-Test-Suite through the JSON Schema front end and the grammar engine.
 
 Each case's schema is compiled (``property_order="any"``: the suite's instances list their
-members in any order; compact whitespace; the suite's draft as the default draft), each test
+members in any order; compact whitespace; the suite's draft as the default draft; the suite's
+``remotes/`` documents as the registry, keyed ``http://localhost:1234/<relative path>`` as the
+suite's convention serves them, read from disk: nothing is fetched), each test
 instance is serialized compactly (``json.dumps(..., separators=(",", ":"),
 ensure_ascii=False)``), tokenized by the real Llama 3 tokenizer and fed token by token to a
 matcher: a valid instance must be accepted at every token and end accepting; an invalid one
@@ -27,6 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SUITE = ROOT.parent / "shared" / "data" / "json-schema-test-suite" / "tests"
+REMOTES = SUITE.parent / "remotes"
+REMOTE_BASE = "http://localhost:1234/"
 BASELINE = HERE / "json_schema_suite_baseline.json"
 DRAFTS = ("draft2020-12", "draft7")
 RANK = {"pass": 0, "compile_error_all_invalid": 1, "false_negative": 2, "compile_error_valid": 3,
@@ -39,12 +43,19 @@ def suite_files(draft: str) -> list[tuple[str, Path]]:
     return [(str(f.relative_to(root).with_suffix("")), f) for f in files]
 
 
+def remotes() -> dict:
+    """The suite's remote documents: ``{"http://localhost:1234/<relative path>": schema}``."""
+    return {REMOTE_BASE + path.relative_to(REMOTES).as_posix(): json.loads(path.read_text())
+            for path in sorted(REMOTES.rglob("*.json"))}
+
+
 def run(draft: str, tokenizer, files: list[tuple[str, Path]] | None = None) -> dict:
     """{file: {case: {test: category}}} for one draft."""
     import tokamata
     from tokamata.syntax.json_schema import schema_to_grammar
 
     vocab = tokenizer.vocab
+    registry = remotes()
     results: dict = {}
     for name, path in files or suite_files(draft):
         by_case = results.setdefault(name, {})
@@ -52,7 +63,8 @@ def run(draft: str, tokenizer, files: list[tuple[str, Path]] | None = None) -> d
             tests = case["tests"]
             by_test = by_case.setdefault(case["description"], {})
             try:
-                grammar, _ = schema_to_grammar(case["schema"], property_order="any", default_draft=draft)
+                grammar, _ = schema_to_grammar(case["schema"], property_order="any", default_draft=draft,
+                                               registry=registry)
                 constraint = tokamata.compile_grammar_ir(grammar, vocab)
             except tokamata.TokamataError:
                 category = "compile_error_valid" if any(t["valid"] for t in tests) else "compile_error_all_invalid"

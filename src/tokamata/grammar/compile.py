@@ -9,6 +9,8 @@ the matcher call that reaches them, as :class:`LimitExceeded`.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ..errors import InvalidArgument
 from ..limits import DEFAULT_LIMITS, Limits
 from .constraint import GrammarConstraint, compile_grammar_ir
@@ -77,7 +79,8 @@ def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -
 def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: bool = False,
                         approximate=frozenset(), ignore_unknown_formats: bool = False,
                         property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
-                        limits: Limits | None = None) -> GrammarConstraint:
+                        limits: Limits | None = None,
+                        registry: Mapping[str, Any] | None = None) -> GrammarConstraint:
     """Compile a JSON Schema (a dict, a bool, or its JSON text): the output must be a JSON text
     valid against it. Keywords that cannot be enforced exactly raise :class:`Unsupported` with
     their JSON pointer unless named in ``approximate`` (then ``constraint.report()`` lists
@@ -86,10 +89,17 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
     ``whitespace``: ``"compact"`` (none), ``"flexible"`` (up to ``max_whitespace`` characters
     wherever JSON allows) or ``"pretty"`` (``indent`` spaces per level). ``strict=True`` makes
     an absent ``additionalProperties`` false. ``property_order``: ``"schema"`` or ``"any"``.
+    ``registry``: a mapping from absolute URI to schema document, for ``$ref`` to other
+    documents (nothing is ever fetched; an unregistered one raises :class:`Unsupported`).
 
     >>> import tokamata
     >>> vocab = tokamata.Vocabulary.from_token_bytes([b"1", b"2", b"-", None], eos_token_ids=[3])
     >>> m = tokamata.compile_json_schema({"type": "integer", "minimum": 1}, vocab).matcher()
+    >>> m.allowed_tokens().tolist()
+    [0, 1]
+    >>> positive = {"https://example.com/positive.json": {"type": "integer", "minimum": 1}}
+    >>> schema = {"$ref": "https://example.com/positive.json"}
+    >>> m = tokamata.compile_json_schema(schema, vocab, registry=positive).matcher()
     >>> m.allowed_tokens().tolist()
     [0, 1]
     """
@@ -99,7 +109,7 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
     grammar, report = schema_to_grammar(
         schema, limits, whitespace=whitespace, strict=strict, approximate=approximate,
         ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
-        max_whitespace=max_whitespace)
+        max_whitespace=max_whitespace, registry=registry)
     constraint = compile_grammar_ir(grammar, vocab, limits=limits, description="JSON Schema")
     constraint.approximations = tuple(report)
     return constraint

@@ -5,7 +5,9 @@ language is the set of JSON texts (in the chosen whitespace layout) valid agains
 and a :class:`Report` of the approximations made (JSON pointers). The pipeline:
 
 - :mod:`.refs`: the document, drafts 4 to 2020-12 (``$schema`` decides), ``$id``/anchors,
-  ``$ref`` resolution (remote references are :class:`~tokamata.Unsupported`).
+  ``$ref`` resolution, ``$dynamicRef`` through the dynamic scope. Remote references resolve
+  only into the caller's ``registry`` (absolute URI -> schema document; nothing is ever
+  fetched); any other is :class:`~tokamata.Unsupported`.
 - :mod:`.expand`: each subschema -> a :class:`~.nodes.Node` (the set of values by type);
   ``allOf``/``not``/``oneOf``/``if`` are intersections and complements.
 - :mod:`.numbers`, :mod:`.strings`, :mod:`.formats`: exact byte languages of scalar tokens
@@ -39,7 +41,7 @@ Semantics chosen where the specification leaves room (each also in the module do
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Optional
 
 from ...errors import SchemaError
 from ...grammar.ir import Grammar, Rule, Terminal, is_terminal, nonterminal, nonterminal_index
@@ -56,14 +58,22 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
                       strict: bool = False, approximate: Iterable[str] = frozenset(),
                       ignore_unknown_formats: bool = False, property_order: str = "schema",
                       indent: int = 2, max_whitespace: int = 20,
-                      default_draft: int | str = "2020-12") -> tuple[Grammar, Report]:
+                      default_draft: int | str = "2020-12",
+                      registry: Optional[Mapping[str, Any]] = None) -> tuple[Grammar, Report]:
     """Compile a JSON Schema (a dict/bool, or its JSON text) to a grammar and a report.
 
     ``$schema`` selects the draft; ``default_draft`` applies when it is absent.
+    ``registry`` maps absolute URIs to schema documents (dicts/bools) that ``$ref`` /
+    ``$dynamicRef`` may point to, with their anchors and JSON pointers; a registered document
+    is of the schema's draft. Nothing is fetched: a reference to an unregistered document
+    raises :class:`~tokamata.Unsupported` naming the keyword and its JSON pointer.
 
     >>> grammar, report = schema_to_grammar({"type": "integer", "minimum": 1})
     >>> [str(a) for a in report]
     ['number-notation at /: numbers are generated in plain decimal notation (no exponent)']
+    >>> registry = {"https://example.com/defs.json": {"$defs": {"id": {"type": "integer"}}}}
+    >>> grammar, _ = schema_to_grammar({"$ref": "https://example.com/defs.json#/$defs/id"},
+    ...                                registry=registry)
     """
     limits = limits or DEFAULT_LIMITS
     options = Options(whitespace, strict, frozenset(approximate), ignore_unknown_formats, property_order,
@@ -76,7 +86,7 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
         except ValueError as error:
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
     report = Report()
-    document = Document(schema, draft_number(default_draft))
+    document = Document(schema, draft_number(default_draft), registry)
     expander = Expander(document, options, limits, report)
     emitter = Emitter(expander, options, limits, report)
     grammar = emitter.build(expander.conj(()), source or _short(schema))

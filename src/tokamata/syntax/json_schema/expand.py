@@ -6,6 +6,9 @@ Invariants:
   one JSON type is a node letting every other type through, and the keywords of a schema
   are intersected. Members of objects and arrays stay unexpanded :data:`~.nodes.Conj` sets,
   so recursion through properties/items never loops here.
+- A location is a subschema path evaluated in a dynamic context (see :mod:`.refs`): the
+  context of the location being expanded (``self._context``) passes to its members and
+  references, entering their resources (:meth:`~.refs.Document.enter`).
 - Applicators at the same level (``$ref``, ``allOf``, ``anyOf``, ``oneOf``, ``not``,
   ``if``/``then``/``else``, ``dependentSchemas``) are expanded eagerly; a cycle among them
   (a schema that refers to itself without descending into a member) is a
@@ -35,7 +38,7 @@ from . import numbers as nm
 from . import strings as st
 from .nodes import (ALL, ANY_ARRAY, ANY_OBJECT, EMPTY, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node,
                     ObjectShape, intersect, only, union)
-from .refs import Document, Path, pointer, unsupported
+from .refs import NO_CONTEXT, Document, Path, pointer, unsupported
 from .complements import Complements
 from .report import Options, Report
 
@@ -57,13 +60,15 @@ class Expander(Complements):
         self._expanding: set[int] = set()
         self._computing: set[Conj] = set()
         self._proving = 0
+        self._context = NO_CONTEXT
         self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else nm.INTEGER_ANY
-        text = json.dumps(document.root, default=str)
+        text = json.dumps([document.root, list(document.registry.values())], default=str)
         self._annotations = "unevaluatedProperties" in text or "unevaluatedItems" in text
 
     # -- entry points -----------------------------------------------------------------------
     def conj(self, path: Path) -> Conj:
-        return frozenset({self.doc.location(path)})
+        """The conjunction of the one location: ``path`` entered from the location being expanded."""
+        return frozenset({self.doc.location(path, self.doc.enter(self._context, path))})
 
     def node(self, conj: Conj) -> Node:
         found = self._conj_nodes.get(conj)
@@ -104,10 +109,12 @@ class Expander(Complements):
         if len(self._expanding) > self.limits.max_nesting_depth:
             raise LimitExceeded("max_nesting_depth", len(self._expanding), self.limits.max_nesting_depth)
         self._expanding.add(location)
+        outer, self._context = self._context, self.doc.context(location)
         try:
             result = self._schema(self.doc.value(path), path)
         finally:
             self._expanding.discard(location)
+            self._context = outer
         self._location_nodes[location] = result
         return result
 
@@ -125,7 +132,7 @@ class Expander(Complements):
             self._proving -= 1
 
     def sub(self, path: Path) -> Node:
-        return self.location(self.doc.location(path))
+        return self.location(self.doc.location(path, self.doc.enter(self._context, path)))
 
     # -- one schema object ------------------------------------------------------------------
     def _schema(self, schema: Any, path: Path) -> Node:
@@ -143,7 +150,7 @@ class Expander(Complements):
             if draft <= 7:
                 return parts[0]
         if draft >= 2020 and "$dynamicRef" in schema:
-            parts.append(self.sub(self.doc.resolve_dynamic(schema["$dynamicRef"], path)))
+            parts.append(self.sub(self.doc.resolve_dynamic(schema["$dynamicRef"], path, self._context)))
         if draft == 2019 and "$recursiveRef" in schema:
             parts.append(self.sub(self.doc.resolve_recursive(schema["$recursiveRef"], path)))
         if "type" in schema:

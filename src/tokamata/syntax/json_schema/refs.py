@@ -9,22 +9,38 @@ Invariants:
   draft: ``id`` (draft 4) or ``$id``; plain-name fragments in ``$id`` (drafts 6-7) and
   ``$anchor`` / ``$dynamicAnchor`` (2019-09 on) are anchors. In drafts 4-7 the siblings of
   ``$ref`` are ignored, ``$id`` included.
-- A reference is resolved against the base URI of the schema it sits in: to a registered
-  resource plus a JSON pointer or an anchor. A reference to anything not in the document
-  (another file, a meta-schema) raises :class:`Unsupported` naming ``$ref`` and the pointer;
-  a dangling pointer or anchor raises :class:`SchemaError`.
-- ``$dynamicRef`` / ``$recursiveRef`` are resolved statically only where the dynamic scope
-  cannot change the target (one resource declares the anchor); otherwise :class:`Unsupported`.
+- A reference is resolved against the base URI of the schema it sits in: to a resource plus
+  a JSON pointer or an anchor. Resources are the document's own (its root and every ``$id``)
+  and, on first reference, the documents of the caller's ``registry`` (absolute URI ->
+  schema, never fetched): a registered document is walked with its registry URI as its
+  retrieval URI (its ``$id``, if any, resolved against it); its paths start with a
+  :class:`Remote` marker, so ``pointer`` spells them ``uri#/json/pointer``. It must be of the
+  same draft as the document (its ``$schema``, or the document's draft when absent).
+  A reference to anything neither in the document nor registered (another file, a
+  meta-schema) raises :class:`Unsupported` naming ``$ref`` and the pointer; a dangling
+  pointer or anchor raises :class:`SchemaError`.
+- ``$dynamicRef`` (2020-12) is exact: the *dynamic context* of a location maps each
+  ``$dynamicAnchor`` name to the anchor of the outermost schema resource in the dynamic
+  scope declaring it. Evaluation entering a location enters its resource (a ``$ref`` target,
+  an embedded ``$id``); :meth:`Document.enter` adds that resource's dynamic anchors whose
+  names are not yet bound (so the outermost stays). Locations are (path, context) pairs; the
+  contexts are finite (names x declaring anchors), so the expansion stays finite. A
+  ``$dynamicRef`` whose initial target declares a matching ``$dynamicAnchor`` goes to the
+  context's anchor of that name; otherwise it is a ``$ref``.
+- ``$recursiveRef`` (2019-09) is resolved statically only where the dynamic scope cannot
+  change the target (one resource declares ``$recursiveAnchor``); otherwise
+  :class:`Unsupported`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-from urllib.parse import unquote, urldefrag, urljoin
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from ...errors import SchemaError, Unsupported
+from ...errors import InvalidArgument, SchemaError, Unsupported
 
-__all__ = ["Document", "pointer", "DRAFTS", "unsupported", "draft_number"]
+__all__ = ["Document", "pointer", "DRAFTS", "unsupported", "draft_number", "Remote", "Context"]
 
 DRAFTS = {
     "http://json-schema.org/draft-04/schema": 4,
@@ -41,10 +57,23 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 Path = tuple
+#: a dynamic context: (``$dynamicAnchor`` name, path of the outermost anchor in scope) pairs
+Context = frozenset
+NO_CONTEXT: Context = frozenset()
+
+
+@dataclass(frozen=True)
+class Remote:
+    """The first element of every path into a registered document: its registry URI."""
+
+    uri: str
 
 
 def pointer(path: Path) -> str:
-    """The JSON pointer of ``path`` (``""`` is the root)."""
+    """The JSON pointer of ``path`` (``""`` is the root); ``uri#/pointer`` in a registered
+    document."""
+    if path and isinstance(path[0], Remote):
+        return path[0].uri + "#" + pointer(path[1:])
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
@@ -70,11 +99,10 @@ def draft_number(name: Any) -> int:
                                  (2020, ("2020-12", "draft2020-12"))):
             if text in spellings:
                 return draft
-    from ...errors import InvalidArgument
     raise InvalidArgument(f"unknown JSON Schema draft {name!r} (use 4, 6, 7, '2019-09' or '2020-12')")
 
 
-def _draft_of(schema: Any, default: int = 2020) -> int:
+def _draft_of(schema: Any, default: int = 2020, at: Path = ()) -> int:
     if isinstance(schema, dict) and isinstance(schema.get("$schema"), str):
         uri = schema["$schema"].rstrip("#")
         if uri in DRAFTS:
@@ -83,8 +111,18 @@ def _draft_of(schema: Any, default: int = 2020) -> int:
         for known, draft in DRAFTS.items():
             if known.replace("http://", "https://") == uri:
                 return draft
-        raise unsupported("$schema", (), f"unknown meta-schema {schema['$schema']!r}")
+        raise unsupported("$schema", at, f"unknown meta-schema {schema['$schema']!r}")
     return default
+
+
+def _registry(registry: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """The registry keyed by absolute URIs without fragment."""
+    out: dict[str, Any] = {}
+    for uri, schema in (registry or {}).items():
+        if not isinstance(uri, str) or not urlsplit(uri).scheme:
+            raise InvalidArgument(f"registry keys must be absolute URIs, got {uri!r}")
+        out[urldefrag(uri)[0]] = schema
+    return out
 
 
 def _join(base: str, ref: str) -> str:
@@ -97,108 +135,162 @@ def _join(base: str, ref: str) -> str:
 
 
 class Document:
-    """One schema document with its resources, anchors and locations."""
+    """One schema document with its resources, anchors and locations, and the registered
+    documents it refers to."""
 
-    def __init__(self, schema: Any, default_draft: int = 2020):
+    def __init__(self, schema: Any, default_draft: int = 2020,
+                 registry: Optional[Mapping[str, Any]] = None):
         self.root = schema
         self.draft = _draft_of(schema, default_draft)
+        self.registry = _registry(registry)
         self.resources: dict[str, Path] = {}   # absolute URI without fragment -> path
         self.anchors: dict[str, Path] = {}     # absolute URI with "#name" -> path
-        self.dynamic_anchors: dict[str, list[Path]] = {}  # name -> paths declaring it
+        self.dynamic_anchors: dict[Path, dict[str, Path]] = {}  # resource root -> name -> path
         self.recursive_anchors: list[Path] = []
         self.bases: dict[Path, str] = {}       # path of every walked subschema -> base URI
-        self._ids: dict[Path, int] = {}
-        self._paths: list[Path] = []
-        self._walk(schema, (), _DEFAULT_BASE)
+        self.roots: dict[Path, Path] = {}      # path of every walked subschema -> its resource root
+        self._loaded: dict[str, int] = {}      # registry URI -> its draft, once walked
+        self._ids: dict[tuple[Path, Context], int] = {}
+        self._locations: list[tuple[Path, Context]] = []
+        self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
         self.resources.setdefault(urldefrag(_DEFAULT_BASE)[0], ())
 
     # -- walking ----------------------------------------------------------------------------
-    def _id_keyword(self) -> str:
-        return "id" if self.draft == 4 else "$id"
-
-    def _walk(self, schema: Any, path: Path, base: str) -> None:
+    def _walk(self, schema: Any, path: Path, base: str, draft: int, root: Path) -> None:
         if not isinstance(schema, dict):
             self.bases[path] = base
+            self.roots[path] = root
             return
-        ref_only = self.draft <= 7 and "$ref" in schema
-        ident = schema.get(self._id_keyword())
+        ref_only = draft <= 7 and "$ref" in schema
+        ident = schema.get("id" if draft == 4 else "$id")
         if isinstance(ident, str) and not ref_only:
             joined = _join(base, ident)
             uri, fragment = urldefrag(joined)
-            if fragment and self.draft <= 7 and not fragment.startswith("/"):
+            if fragment and draft <= 7 and not fragment.startswith("/"):
                 self.anchors[uri + "#" + fragment] = path  # plain-name fragment: an anchor
             elif uri:
-                base = uri
-                self.resources[uri] = path
+                base, root = uri, path
+                self.resources.setdefault(uri, path)
         self.bases[path] = base
-        if path == ():
-            self.resources.setdefault(urldefrag(base)[0], ())
-        if self.draft >= 2019:
+        self.roots[path] = root
+        if path == () or (len(path) == 1 and isinstance(path[0], Remote)):
+            self.resources.setdefault(urldefrag(base)[0], path)
+        if draft >= 2019:
             for keyword in ("$anchor", "$dynamicAnchor"):
                 name = schema.get(keyword)
                 if isinstance(name, str):
-                    self.anchors[urldefrag(base)[0] + "#" + name] = path
-                    if keyword == "$dynamicAnchor":
-                        self.dynamic_anchors.setdefault(name, []).append(path)
+                    self.anchors.setdefault(urldefrag(base)[0] + "#" + name, path)
+                    if keyword == "$dynamicAnchor" and draft >= 2020:
+                        self.dynamic_anchors.setdefault(root, {}).setdefault(name, path)
             if schema.get("$recursiveAnchor") is True:
                 self.recursive_anchors.append(path)
         if ref_only:
             return
+        walk = lambda sub, where: self._walk(sub, where, base, draft, root)  # noqa: E731
         for keyword in _SCHEMA_VALUED:
             if keyword in schema:
-                self._walk(schema[keyword], path + (keyword,), base)
+                walk(schema[keyword], path + (keyword,))
         for keyword in _SCHEMA_MAPS:
             value = schema.get(keyword)
             if isinstance(value, dict):
                 for key, sub in value.items():
-                    self._walk(sub, path + (keyword, key), base)
+                    walk(sub, path + (keyword, key))
         for keyword in _SCHEMA_LISTS:
             value = schema.get(keyword)
             if isinstance(value, list):
                 for i, sub in enumerate(value):
-                    self._walk(sub, path + (keyword, i), base)
+                    walk(sub, path + (keyword, i))
         items = schema.get("items")
         if isinstance(items, list):
             for i, sub in enumerate(items):
-                self._walk(sub, path + ("items", i), base)
+                walk(sub, path + ("items", i))
         elif items is not None:
-            self._walk(items, path + ("items",), base)
+            walk(items, path + ("items",))
         deps = schema.get("dependencies")
-        if isinstance(deps, dict) and self.draft <= 7:
+        if isinstance(deps, dict) and draft <= 7:
             for key, sub in deps.items():
                 if isinstance(sub, (dict, bool)):
-                    self._walk(sub, path + ("dependencies", key), base)
+                    walk(sub, path + ("dependencies", key))
+
+    def _load(self, uri: str) -> None:
+        """Walk the registered document ``uri`` (once)."""
+        if uri in self._loaded:
+            return
+        root = (Remote(uri),)
+        schema = self.registry[uri]
+        self._loaded[uri] = draft = _draft_of(schema, self.draft, root)
+        self.resources.setdefault(uri, root)
+        self._walk(schema, root, uri, draft, root)
+
+    def _resource(self, uri: str) -> Optional[Path]:
+        """The root path of resource ``uri``: the document's, a registered document's, or one
+        embedded in a registered document (all registered documents are walked to find it)."""
+        found = self.resources.get(uri)
+        if found is None and uri in self.registry:
+            self._load(uri)
+            found = self.resources.get(uri)
+        if found is None and len(self._loaded) < len(self.registry):
+            for key in self.registry:
+                try:
+                    self._load(key)
+                except Unsupported:
+                    continue  # an unknown meta-schema: not searched
+            found = self.resources.get(uri)
+        return found
 
     # -- locations --------------------------------------------------------------------------
-    def location(self, path: Path) -> int:
-        ident = self._ids.get(path)
+    def location(self, path: Path, context: Context = NO_CONTEXT) -> int:
+        """The id of ``path`` evaluated in dynamic ``context``."""
+        key = (path, context)
+        ident = self._ids.get(key)
         if ident is None:
-            ident = self._ids[path] = len(self._paths)
-            self._paths.append(path)
+            ident = self._ids[key] = len(self._locations)
+            self._locations.append(key)
         return ident
 
     def path(self, location: int) -> Path:
-        return self._paths[location]
+        return self._locations[location][0]
+
+    def context(self, location: int) -> Context:
+        return self._locations[location][1]
 
     def value(self, path: Path) -> Any:
-        node = self.root
-        for key in path:
+        node, keys = self.root, path
+        if path and isinstance(path[0], Remote):
+            node, keys = self.registry[path[0].uri], path[1:]
+        for key in keys:
             try:
                 node = node[key]
             except (KeyError, IndexError, TypeError):
                 raise SchemaError(f"no schema at {pointer(path) or '/'}") from None
         return node
 
-    def base(self, path: Path) -> str:
-        found = self.bases.get(path)
+    def _nearest(self, table: dict, path: Path) -> Any:
+        found = table.get(path)
         if found is not None:
             return found
         # a location reached by a JSON pointer into a place the walk skipped: nearest parent
         for cut in range(len(path) - 1, -1, -1):
-            found = self.bases.get(path[:cut])
+            found = table.get(path[:cut])
             if found is not None:
                 return found
-        return _DEFAULT_BASE
+        return None
+
+    def base(self, path: Path) -> str:
+        return self._nearest(self.bases, path) or _DEFAULT_BASE
+
+    def enter(self, context: Context, path: Path) -> Context:
+        """The dynamic context once evaluation enters ``path`` (and so its resource): names
+        its resource declares with ``$dynamicAnchor`` are bound unless already bound."""
+        if not self.dynamic_anchors:
+            return context
+        root = self._nearest(self.roots, path)
+        declared = self.dynamic_anchors.get(root if root is not None else ())
+        if not declared:
+            return context
+        bound = {name for name, _ in context}
+        new = [(name, where) for name, where in declared.items() if name not in bound]
+        return context | frozenset(new) if new else context
 
     # -- references -------------------------------------------------------------------------
     def resolve(self, ref: Any, at: Path, keyword: str = "$ref") -> Path:
@@ -207,14 +299,15 @@ class Document:
             raise SchemaError(f"{keyword} at {pointer(at) or '/'} must be a string, got {ref!r}")
         target = _join(self.base(at), ref)
         uri, fragment = urldefrag(target)
+        resource = self.resources.get(uri) if target in self.anchors else self._resource(uri)
         if target in self.anchors:
-            return self.anchors[target]
-        resource = self.resources.get(uri)
+            return self._checked(self.anchors[target], ref, at, keyword)
         if resource is None:
             raise unsupported(keyword, at + (keyword,), f"remote reference {ref!r} (only references "
-                              "inside the schema document are supported)")
+                              "inside the schema document or to documents in the registry are "
+                              "supported; nothing is fetched)")
         if not fragment:
-            return resource
+            return self._checked(resource, ref, at, keyword)
         if not fragment.startswith("/"):
             raise SchemaError(f"{keyword} at {pointer(at) or '/'}: no anchor {fragment!r} for {ref!r}")
         path = resource
@@ -233,19 +326,28 @@ class Document:
                 path = path + (token,)
             else:
                 raise SchemaError(f"{keyword} at {pointer(at) or '/'}: {ref!r} does not resolve")
+        return self._checked(path, ref, at, keyword)
+
+    def _checked(self, path: Path, ref: str, at: Path, keyword: str) -> Path:
+        """``path``, after checking that a registered document holding it is of our draft."""
+        if path and isinstance(path[0], Remote):
+            draft = self._loaded[path[0].uri]
+            if draft != self.draft:
+                raise unsupported(keyword, at + (keyword,), f"{ref!r} is in a registered document of "
+                                  f"draft {draft}, the schema is draft {self.draft} (drafts are not mixed)")
         return path
 
-    def resolve_dynamic(self, ref: Any, at: Path) -> Path:
-        """``$dynamicRef``, where static resolution is exact."""
+    def resolve_dynamic(self, ref: Any, at: Path, context: Context = NO_CONTEXT) -> Path:
+        """``$dynamicRef`` written at ``at``, evaluated in dynamic ``context``."""
         target = self.resolve(ref, at, "$dynamicRef")
         _, fragment = urldefrag(_join(self.base(at), ref))
         declared = self.value(target)
-        is_dynamic = isinstance(declared, dict) and declared.get("$dynamicAnchor") == fragment
-        if not is_dynamic or len(self.dynamic_anchors.get(fragment, [])) <= 1:
-            return target
-        raise unsupported("$dynamicRef", at + ("$dynamicRef",), f"{ref!r} depends on the dynamic scope "
-                          f"({len(self.dynamic_anchors[fragment])} resources declare "
-                          f"$dynamicAnchor {fragment!r})")
+        if not (isinstance(declared, dict) and declared.get("$dynamicAnchor") == fragment):
+            return target  # no bookend: a $ref
+        for name, where in context:
+            if name == fragment:
+                return where
+        return target
 
     def resolve_recursive(self, ref: Any, at: Path) -> Path:
         """``$recursiveRef`` (2019-09), where static resolution is exact."""
