@@ -214,6 +214,11 @@ FORMATS = [
     ("duration", ["P4DT12H30M5S", "P2W", "PT1M"], ["P", "PT", "P1Y2W", "PT1H2S"]),
     ("email", ["joe.bloggs@example.com", '"joe bloggs"@example.com', "a@[127.0.0.1]"], ["2962", "a..b@c.d"]),
     ("hostname", ["www.example.com", "a-b.c"], ["-a.com", "a_b", "a" * 64 + ".com"]),
+    # RFC 6531 local parts (64 UTF-8 octets); domains stay ASCII (U-labels need IDNA tables)
+    ("idn-email", ["δοκιμή@example.com", '"δο κ@"@example.com', "é" * 32 + "@a.b", "𝕏" * 16 + "@x", "\x85@x",
+                   "a" * 64 + "@x", "joe.bloggs@[127.0.0.1]"],
+     ["é" * 33 + "@a.b", "𝕏" * 17 + "@x", "a" * 65 + "@x", "user＠example.com", "a..é@x", ".é@x", "é@", "2962",
+      '"\\é"@x']),
     ("ipv4", ["192.168.0.1", "0.0.0.0"], ["256.1.1.1", "01.1.1.1", "1.1.1"]),
     ("ipv6", ["::1", "1:2:3:4:5:6:7:8", "::ffff:192.168.0.1"], ["1::2::3", "12345::", "1:2:3:4:5:6:7"]),
     ("uuid", ["2EB8AA08-AA98-11EA-B4AA-73B441D16380"], ["2eb8aa08aa9811eab4aa73b441d16380"]),
@@ -258,6 +263,17 @@ def test_formats(name, valid, invalid):
         assert recognize(grammar, compact(value)), (name, value)
     for value in invalid:
         assert not recognize(grammar, compact(value)), (name, value)
+
+
+def test_idn_email_counts_octets_whatever_the_spelling():
+    grammar, report = schema_to_grammar({"format": "idn-email"})
+    assert [a.kind for a in report] == ["format-subset"]
+    escaped = "\\u00e9" * 32  # 32 x U+00E9 (2 octets each), spelled as escapes
+    assert recognize(grammar, f'"{escaped}@x"'.encode())
+    assert not recognize(grammar, f'"{escaped}\\u00e9@x"'.encode())
+    assert not recognize(grammar, f'"{escaped}a@x"'.encode())
+    assert recognize(grammar, ('"' + "\\ud835\\udd4f" * 16 + '@x"').encode())  # 16 x U+1D54F, 4 octets each
+    assert not recognize(grammar, ('"' + "\\ud835\\udd4f" * 16 + 'a@x"').encode())
 
 
 def test_format_spellings_and_ignored_formats():

@@ -9,12 +9,15 @@ Invariants:
   second (``:60``) is valid only where the UTC time it denotes is 23:59:60 (local time minus
   the offset), with any offset.
 - Length limits of the RFCs are intersections: hostname at most 253 characters, labels at
-  most 63; e-mail local part at most 64 octets, domain at most 255 (RFC 5321 4.5.3.1).
-- Where a format is not regular or needs tables we do not have (``regex``, ``idn-hostname``,
-  ``idn-email``), :func:`format_content` raises :class:`Unsupported`. Where we enforce a
-  subset, the subset is returned with a note for the report (``hostname``: labels with
-  ``--`` in positions 3-4, i.e. IDNA A-labels ``xn--``, are not generated, because their
-  validity depends on Punycode decoding and IDNA tables).
+  most 63; e-mail local part at most 64 octets (UTF-8 octets for ``idn-email``), domain at
+  most 255 (RFC 5321 4.5.3.1).
+- Where a format is not regular or needs tables we do not have (``regex``, ``idn-hostname``),
+  :func:`format_content` raises :class:`Unsupported`. Where we enforce a subset, the subset
+  is returned with a note for the report (``hostname``: labels with ``--`` in positions 3-4,
+  i.e. IDNA A-labels ``xn--``, are not generated, because their validity depends on Punycode
+  decoding and IDNA tables; ``idn-email``: RFC 6531 local parts exactly (any non-ASCII
+  character in atoms and quoted strings), but only the ASCII domains and address literals of
+  ``email``, since U-labels need IDNA tables).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from ...automata import charset as cs
 from ...automata import derivatives as d
 from ...limits import Limits
 from . import lexemes as lx
@@ -133,11 +137,26 @@ def _hostname() -> d.Expr:
     return d.intersection(host, length_content(1, 253), limits=_LIMITS)
 
 
-def _email() -> d.Expr:
-    atext = r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]"
+def _utf8_octets_at_most(limit: int) -> d.Expr:
+    """Contents of at most ``limit`` octets in UTF-8 (a character takes 1 to 4)."""
+    widths = [lx.json_char(((lo, hi),)) for lo, hi in ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF),
+                                                        (0x10000, cs.MAX_CODE_POINT))]
+    at_most = [d.EPSILON]
+    for k in range(1, limit + 1):
+        at_most.append(d.alternation(d.EPSILON, *(d.concat(char, at_most[k - j])
+                                                  for j, char in enumerate(widths, 1) if j <= k)))
+    return at_most[limit]
+
+
+def _email(international: bool = False) -> d.Expr:
+    """RFC 5321 Mailbox; RFC 6531's when ``international`` (UTF8-non-ascii in atext and
+    qtextSMTP, the 64-octet local part in UTF-8), with ASCII domains either way."""
+    non_ascii = r"\x80-\U0010ffff" if international else ""
+    atext = rf"[A-Za-z0-9!#$%&'*+\-/=?^_`{{|}}~{non_ascii}]"
     dot_string = rf"{atext}+(?:\.{atext}+)*"
-    quoted = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
-    local = d.intersection(_r(f"(?:{dot_string}|{quoted})"), length_content(1, 64), limits=_LIMITS)
+    quoted = rf'"(?:[\x20\x21\x23-\x5b\x5d-\x7e{non_ascii}]|\\[\x20-\x7e])*"'
+    octets = _utf8_octets_at_most(64) if international else length_content(1, 64)
+    local = d.intersection(_r(f"(?:{dot_string}|{quoted})"), octets, limits=_LIMITS)
     domain = d.intersection(_r(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                                r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"),
                             length_content(1, 255), limits=_LIMITS)
@@ -199,6 +218,7 @@ FORMATS: dict[str, Callable[[], d.Expr]] = {
     "date-time": _date_time,
     "duration": _duration,
     "email": _email,
+    "idn-email": lambda: _email(international=True),
     "hostname": _hostname,
     "ipv4": lambda: _r(_IPV4),
     "ipv6": lambda: _r(_ipv6_regex()),
@@ -216,12 +236,12 @@ FORMATS: dict[str, Callable[[], d.Expr]] = {
 NOT_REGULAR = {
     "regex": "format 'regex' (the language of ECMA-262 regexes is not regular)",
     "idn-hostname": "format 'idn-hostname' (needs IDNA tables)",
-    "idn-email": "format 'idn-email' (needs IDNA tables)",
 }
 
 #: what a format leaves out, for the report
 SUBSETS = {
     "hostname": "IDNA A-labels (xn--...) and other labels with '--' in positions 3-4 are not generated",
+    "idn-email": "internationalized domain names (U-labels) are not generated: domains are ASCII",
 }
 
 
