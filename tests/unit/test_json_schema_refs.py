@@ -142,6 +142,56 @@ def test_errors(schema, registry, error, fragment):
     assert fragment in str(info.value)
 
 
+META = "https://json-schema.org/draft/2020-12/schema"
+VOCAB = "https://json-schema.org/draft/2020-12/vocab/"
+
+
+def meta(*vocabularies: str, **extra: bool) -> dict:
+    return {"$schema": META, "$vocabulary": {**{VOCAB + v: True for v in vocabularies}, **extra}}
+
+
+# (meta-schema, schema keywords, valid, invalid): a registered meta-schema's $vocabulary decides
+# which keywords count (jsonschema does not implement $vocabulary: no oracle here)
+VOCABULARY_TABLE = [
+    (meta("core", "applicator"), {"properties": {"a": False, "n": {"minimum": 10}}, "type": "string"},
+     [{"n": 1}, 5, {}], [{"a": 1}]),
+    (meta("core", "validation", **{"https://example.com/vocab/custom": False}),
+     {"type": ["number", "object", "string"], "properties": {"a": False}, "format": "date"},
+     [20, 1.5, {"a": 1}, "x"], [None, []]),
+    (meta("core", "applicator", "validation", "format-annotation"), {"type": "string", "format": "date"},
+     ["2020-01-01"], ["x", 1]),
+    ({"$schema": META}, {"type": "integer", "minimum": 0}, [0, 3], [-1, "3"]),  # no $vocabulary: all of them
+]
+
+
+@pytest.mark.parametrize("metaschema,keywords,valid,invalid", VOCABULARY_TABLE,
+                         ids=[json.dumps(r[1])[:50] for r in VOCABULARY_TABLE])
+def test_registered_meta_schema_vocabularies(metaschema, keywords, valid, invalid):
+    registry = {EX + "meta.json": metaschema}
+    constraint = tokamata.compile_json_schema({"$schema": EX + "meta.json", **keywords}, BYTES, registry=registry)
+    assert all(accepts(constraint, v) for v in valid)
+    assert not any(accepts(constraint, v) for v in invalid)
+
+
+VOCABULARY_ERRORS = [
+    (meta("core", "applicator", **{"https://example.com/vocab/custom": True}), "unknown vocabulary"),
+    ({"$schema": "http://json-schema.org/draft-07/schema#"}, "not a 2020-12 dialect"),
+]
+
+
+@pytest.mark.parametrize("metaschema,fragment", VOCABULARY_ERRORS, ids=[r[1] for r in VOCABULARY_ERRORS])
+def test_meta_schema_errors(metaschema, fragment):
+    with pytest.raises(tokamata.Unsupported, match=fragment):
+        tokamata.compile_json_schema({"$schema": EX + "meta.json"}, BYTES, registry={EX + "meta.json": metaschema})
+
+
+def test_dialects_are_not_mixed():
+    registry = {EX + "meta.json": meta("core", "applicator"), EX + "other.json": {"$schema": META, "type": "null"}}
+    with pytest.raises(tokamata.Unsupported, match="dialects are not mixed"):
+        tokamata.compile_json_schema({"$schema": EX + "meta.json", "$ref": EX + "other.json"}, BYTES,
+                                     registry=registry)
+
+
 def test_unsupported_remote_reference_carries_keyword_and_pointer():
     with pytest.raises(tokamata.Unsupported) as info:
         tokamata.compile_json_schema({"items": {"$ref": EX + "x.json"}}, BYTES)

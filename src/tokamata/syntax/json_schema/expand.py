@@ -143,6 +143,8 @@ class Expander(Complements):
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean at {pointer(path) or '/'}, "
                               f"got {schema!r}")
+        if self.doc.ignored:  # keywords of vocabularies the dialect leaves out
+            schema = {k: v for k, v in schema.items() if k not in self.doc.ignored}
         draft = self.doc.draft
         parts: list[Node] = []
         if "$ref" in schema:

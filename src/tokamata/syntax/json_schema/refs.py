@@ -27,6 +27,11 @@ Invariants:
   contexts are finite (names x declaring anchors), so the expansion stays finite. A
   ``$dynamicRef`` whose initial target declares a matching ``$dynamicAnchor`` goes to the
   context's anchor of that name; otherwise it is a ``$ref``.
+- A ``$schema`` naming a registered 2020-12 meta-schema selects its ``$vocabulary``: the
+  keywords of the standard vocabularies it leaves out are not keywords of the document
+  (:attr:`Document.ignored`, dropped before expansion); an unknown required vocabulary is
+  :class:`Unsupported`, an unknown optional one is ignored. Registered documents referenced
+  from such a document may not declare a ``$schema`` of their own.
 - ``$recursiveRef`` (2019-09) is resolved statically only where the dynamic scope cannot
   change the target (one resource declares ``$recursiveAnchor``); otherwise
   :class:`Unsupported`.
@@ -115,6 +120,22 @@ def _draft_of(schema: Any, default: int = 2020, at: Path = ()) -> int:
     return default
 
 
+_VOCABULARY = "https://json-schema.org/draft/2020-12/vocab/"
+#: the keywords of each standard 2020-12 vocabulary that the compiler reads
+VOCABULARIES: dict[str, frozenset[str]] = {
+    "core": frozenset(), "meta-data": frozenset(), "content": frozenset(),
+    "applicator": frozenset({"prefixItems", "items", "contains", "additionalProperties", "properties",
+                             "patternProperties", "dependentSchemas", "propertyNames", "if", "then", "else",
+                             "allOf", "anyOf", "oneOf", "not"}),
+    "unevaluated": frozenset({"unevaluatedItems", "unevaluatedProperties"}),
+    "validation": frozenset({"type", "const", "enum", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+                             "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+                             "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties",
+                             "required", "dependentRequired"}),
+    "format-annotation": frozenset({"format"}), "format-assertion": frozenset({"format"}),
+}
+
+
 def _registry(registry: Optional[Mapping[str, Any]]) -> dict[str, Any]:
     """The registry keyed by absolute URIs without fragment."""
     out: dict[str, Any] = {}
@@ -141,8 +162,9 @@ class Document:
     def __init__(self, schema: Any, default_draft: int = 2020,
                  registry: Optional[Mapping[str, Any]] = None):
         self.root = schema
-        self.draft = _draft_of(schema, default_draft)
         self.registry = _registry(registry)
+        self.ignored: frozenset[str] = frozenset()  # keywords of vocabularies the dialect leaves out
+        self.draft = self._dialect(schema, default_draft)
         self.resources: dict[str, Path] = {}   # absolute URI without fragment -> path
         self.anchors: dict[str, Path] = {}     # absolute URI with "#name" -> path
         self.dynamic_anchors: dict[Path, dict[str, Path]] = {}  # resource root -> name -> path
@@ -154,6 +176,33 @@ class Document:
         self._locations: list[tuple[Path, Context]] = []
         self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
         self.resources.setdefault(urldefrag(_DEFAULT_BASE)[0], ())
+
+    def _dialect(self, schema: Any, default: int) -> int:
+        """The draft of the document; a registered meta-schema's vocabularies set ``ignored``."""
+        try:
+            return _draft_of(schema, default)
+        except Unsupported:
+            meta = self.registry.get(urldefrag(schema["$schema"])[0])
+            if not isinstance(meta, dict):
+                raise
+        name = schema["$schema"]
+        if _draft_of(meta, 0, (Remote(urldefrag(name)[0]),)) != 2020:
+            raise unsupported("$schema", (), f"meta-schema {name!r} is not a 2020-12 dialect")
+        vocabularies = meta.get("$vocabulary")
+        if vocabularies is None:
+            return 2020
+        if not isinstance(vocabularies, dict):
+            raise SchemaError(f"$vocabulary of meta-schema {name!r} must be an object")
+        active = set()
+        for uri, required in vocabularies.items():
+            known = uri[len(_VOCABULARY):] if uri.startswith(_VOCABULARY) else None
+            if known in VOCABULARIES:
+                active.add(known)
+            elif required is not False:
+                raise unsupported("$schema", (), f"meta-schema {name!r} requires the unknown vocabulary {uri!r}")
+        kept = set().union(*(VOCABULARIES[v] for v in active))
+        self.ignored = frozenset().union(*VOCABULARIES.values()) - kept
+        return 2020
 
     # -- walking ----------------------------------------------------------------------------
     def _walk(self, schema: Any, path: Path, base: str, draft: int, root: Path) -> None:
@@ -219,6 +268,8 @@ class Document:
         root = (Remote(uri),)
         schema = self.registry[uri]
         self._loaded[uri] = draft = _draft_of(schema, self.draft, root)
+        if self.ignored and isinstance(schema, dict) and "$schema" in schema:
+            self._loaded[uri] = -1  # its own dialect: not mixed with the document's vocabularies
         self.resources.setdefault(uri, root)
         self._walk(schema, root, uri, draft, root)
 
@@ -332,6 +383,10 @@ class Document:
         """``path``, after checking that a registered document holding it is of our draft."""
         if path and isinstance(path[0], Remote):
             draft = self._loaded[path[0].uri]
+            if draft == -1:
+                raise unsupported(keyword, at + (keyword,), f"{ref!r} is in a registered document with its "
+                                  "own $schema, the schema's dialect has other vocabularies (dialects are "
+                                  "not mixed)")
             if draft != self.draft:
                 raise unsupported(keyword, at + (keyword,), f"{ref!r} is in a registered document of "
                                   f"draft {draft}, the schema is draft {self.draft} (drafts are not mixed)")
