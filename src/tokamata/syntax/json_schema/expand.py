@@ -400,8 +400,8 @@ class Expander(Complements):
             others = d.alternation(*(language for language, _ in patterns))
             rules.append((d.difference(lx.ANY_STRING, others, self.limits), additional))
         base = ObjectShape(rules=tuple(r for r in rules if r[1] != TRUE))
-        if "additionalProperties" in schema:
-            evaluated = lx.ANY_STRING
+        if "additionalProperties" in schema or not self._annotations:
+            evaluated = lx.ANY_STRING  # (no unevaluated* reads it: skip the names' language)
         else:
             evaluated = d.alternation(lx.string_literals(list(properties)) if properties else d.NOTHING,
                                       *(language for language, _ in patterns))
