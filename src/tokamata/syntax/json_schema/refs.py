@@ -1,9 +1,11 @@
 """Schema documents: the draft, subschema locations, ``$id`` scopes, anchors and ``$ref``.
 
 Invariants:
-- A *location* is a subschema addressed by its path from the document root (a tuple of keys
-  and indices); ``pointer(path)`` is its JSON pointer, used in every message. Locations get
-  small integer ids on first use (:meth:`Document.location`), stable for one document.
+- A *path* addresses a subschema from its document's root (a tuple of keys and indices);
+  ``pointer(path)`` is its JSON pointer, used in every message. A *location* is a path with
+  the dynamic context it is evaluated in (see ``$dynamicRef`` below; empty unless the
+  schema declares ``$dynamicAnchor``); locations get small integer ids on first use
+  (:meth:`Document.location`), stable for one document.
 - Identifiers are collected once by walking only the keywords that hold subschemas (so an
   ``$id`` inside ``enum``/``const`` data or an unknown keyword is no identifier), draft by
   draft: ``id`` (draft 4) or ``$id``; plain-name fragments in ``$id`` (drafts 6-7) and
@@ -350,6 +352,7 @@ class Document:
             raise SchemaError(f"{keyword} at {pointer(at) or '/'} must be a string, got {ref!r}")
         target = _join(self.base(at), ref)
         uri, fragment = urldefrag(target)
+        # an anchor may be declared in a registered document not walked yet: look it up first
         resource = self.resources.get(uri) if target in self.anchors else self._resource(uri)
         if target in self.anchors:
             return self._checked(self.anchors[target], ref, at, keyword)
