@@ -279,3 +279,31 @@ def test_productive_nonterminals_and_check_once():
     assert check_grammar(checked, Limits()) is checked  # not checked twice
     with pytest.raises(tokamata.LimitExceeded):
         check_grammar(checked, Limits(max_grammar_symbols=3))  # tighter limits: checked again
+
+
+def test_lexer_rows_shared_across_grammars_whatever_the_terminal_index():
+    """The shared row key of a lexer state is its language without terminal tags: a string
+    terminal that is terminal 3 in one grammar and terminal 0 in another reuses the row, and
+    the masks stay those of the grammar's own walk."""
+    from tokamata.grammar.lexer import untagged
+    from tokamata.trie import shared_rows
+
+    words = [b"x", b'"', b"a", b"ab", b'a"', b'"a', b"\\", b"y", b'"x', None]
+    vocab = tokamata.Vocabulary.from_token_bytes(words, eos_token_ids=[len(words) - 1])
+    tokamata.clear_caches(vocab)
+    body = d.concat(lit('"'), d.concat(d.repeat(d.byte_set((1 << ord("a")) | (1 << ord("b"))), 0, d.UNBOUNDED), lit('"')))
+    first = compile_grammar_ir(grammar({"X": lit("x"), "Y": lit("y"), "Z": lit("zz"), "S": body},
+                                       [("start", ["X", "S"])]), vocab)
+    second = compile_grammar_ir(grammar({"S": body, "Y": lit("y")}, [("start", ["Y", "S"])]), vocab)
+    m1 = first.matcher()
+    assert m1.consume(0) and m1.consume(1)  # x then '"': inside the string (terminal 3)
+    inside = m1.allowed_tokens().tolist()
+    cache = shared_rows(vocab)
+    before = cache.size
+    m2 = second.matcher()
+    assert m2.consume(7) and m2.consume(1)  # y then '"': inside the string (terminal 0)
+    assert m2.allowed_tokens().tolist() == inside
+    assert cache.size == before  # the row came from the first grammar
+    assert m2.consume(3) and m2.consume(4) and m2.is_accepting()  # "ab" then 'a"'
+    tagged = d.alternation(d.tagged(body, 3), d.tagged(body, 5), d.tagged(lit("x"), 1))
+    assert untagged(tagged) is d.alternation(body, lit("x"))

@@ -131,8 +131,11 @@ class LazyByteDfa:
     (2, True, -1)
     """
 
-    def __init__(self, root: d.Expr, limits: Limits):
+    def __init__(self, root: d.Expr, limits: Limits, key_of=None):
         self.limits = limits
+        #: a state's structural key for the shared row caches: its expression's id, or
+        #: ``key_of(expression)`` (a grammar's lexer keys by the language without tags)
+        self._key_of = key_of
         self.class_starts = global_class_starts(root)
         self.num_classes = len(self.class_starts)
         self._class_starts_array = np.asarray(self.class_starts)
@@ -240,7 +243,9 @@ class LazyByteDfa:
     def state_records(self, first: int) -> tuple[bytes, bytes]:
         """Accepting flags and structural keys (int64 bytes) of ``states[first:]``."""
         new = self.states[first:]
-        return bytes([1 if n.nullable else 0 for n in new]), array("q", [n.id for n in new]).tobytes()
+        key_of = self._key_of
+        keys = [n.id for n in new] if key_of is None else [key_of(n) for n in new]
+        return bytes([1 if n.nullable else 0 for n in new]), array("q", keys).tobytes()
 
     def expand(self, state: int) -> list[int]:
         """The whole row of ``state`` (every interval computed)."""
@@ -308,8 +313,10 @@ class LazyByteDfa:
             return runs.tobytes(), accepting, keys
 
     def key(self, state: int) -> int:
-        """Structural identity of ``state``: the id of its interned expression."""
-        return self.states[state].id
+        """Structural identity of ``state`` for shared rows: the id of its interned expression
+        (or what ``key_of`` makes of it)."""
+        node = self.states[state]
+        return node.id if self._key_of is None else self._key_of(node)
 
     def explore(self) -> int:
         """Expand every reachable state (bounded by the limits); returns the state count."""
