@@ -118,6 +118,11 @@ TokenSlice TokenSlices::make_slice(const std::vector<uint8_t>& member) const {
 
 int32_t TokenSlices::depth(LazyDfa& dfa, int32_t state, const TextDepth* text_depth) const {
   if (max_needed_ == 0) return 0;
+  // most states die on one of these sliceable bytes (the walk takes those transitions anyway):
+  // then nothing is taken whole, and neither the shape test nor the search is needed
+  for (uint8_t probe : {uint8_t(' '), uint8_t('e'), uint8_t('0')}) {
+    if (automaton_[probe] >= 0 && dfa.step(state, probe) < 0) return 0;
+  }
   if (text_depth && *text_depth) {
     const int32_t proven = (*text_depth)(state);
     if (proven > 0) return std::min(proven, max_needed_);
