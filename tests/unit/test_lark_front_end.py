@@ -381,6 +381,25 @@ def test_json_block_errors_name_the_place(text, error, where) -> None:
     assert type(e.value).__name__ == error and where in str(e.value)
 
 
+def test_json_block_refs_into_the_registry() -> None:
+    registry = {"http://example.com/s.json": {"$defs": {"n": {"type": "integer", "minimum": 3}}}}
+    text = 'start: "v=" %json {"$ref": "http://example.com/s.json#/$defs/n"}'
+    g = parse(text, registry=registry)
+    assert accepts(g, b"v=3") and accepts(g, b"v=40")
+    assert not accepts(g, b"v=2") and not accepts(g, b'v="3"')
+    with pytest.raises(Unsupported, match="in %json at line 1, column 13"):
+        parse(text)  # without the registry: refused, naming the %json's place
+    import tokamata
+
+    vocab = tokamata.Vocabulary.from_token_bytes([b"v=", b"3", b"2", b"4", None], eos_token_ids=[4])
+    constraint = tokamata.compile_grammar(text, vocab, registry=registry)
+    m = constraint.matcher()
+    assert m.consume(0) and m.allowed_tokens().tolist() == [1, 2, 3]  # "2" may go on: 20, 23, ...
+    assert m.consume(2) and not m.is_accepting()
+    m = constraint.matcher()
+    assert m.consume(0) and m.consume(1) and m.is_accepting()
+
+
 def test_embed_merges_a_sub_grammar() -> None:
     sub = parse('start: item ("," item)*\nitem: "1" | "x"\n%ignore " "')
     b = GrammarBuilder("outer", LIMITS)

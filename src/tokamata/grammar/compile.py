@@ -32,10 +32,12 @@ def _text(text, what: str) -> str:
     return text
 
 
-def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None) -> GrammarConstraint:
+def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None,
+                    registry: Mapping[str, Any] | None = None) -> GrammarConstraint:
     """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
     of ``start``. Lexemes may end wherever their terminal matches, as with lark's Earley
-    parser and ``lexer="dynamic_complete"``.
+    parser and ``lexer="dynamic_complete"``. ``registry`` serves the ``$ref``s of ``%json``
+    schemas into other documents, as for :func:`compile_json_schema` (nothing is fetched).
 
     >>> import tokamata
     >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
@@ -46,7 +48,7 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     from ..syntax.lark import parse_lark
 
     limits = _limits(limits)
-    grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=start)
+    grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=start, registry=registry)
     return compile_grammar_ir(grammar, vocab, limits=limits, description="lark grammar")
 
 

@@ -74,11 +74,14 @@ if TYPE_CHECKING:
 __all__ = ["parse_lark"]
 
 
-def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: str = "start") -> Grammar:
+def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: str = "start",
+               registry=None) -> Grammar:
     """Compile Lark grammar ``text`` to the grammar IR, starting at rule ``start``.
 
     ``vocab`` (a :class:`tokamata.Vocabulary`, or ``None`` for grammars without special
-    tokens) resolves ``<|name|>`` and ``<[id]>``.
+    tokens) resolves ``<|name|>`` and ``<[id]>``. ``registry`` (absolute URI -> schema
+    document) serves ``$ref``s of ``%json`` schemas into other documents, as for
+    :func:`tokamata.compile_json_schema`.
 
     >>> from tokamata.limits import Limits
     >>> g = parse_lark('start: "a" NUMBER+\\n%import common.NUMBER\\n%ignore " "', None, Limits())
@@ -88,7 +91,7 @@ def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: st
     if not isinstance(text, str):
         raise InvalidSyntax(f"a grammar must be a str, got {type(text).__name__}")
     source, statements = parse_statements(text, limits)
-    return _Lowering(source, vocab, limits).run(statements, start)
+    return _Lowering(source, vocab, limits, registry).run(statements, start)
 
 
 @dataclass
@@ -99,10 +102,11 @@ class _TerminalDef:
 
 
 class _Lowering:
-    def __init__(self, source: Source, vocab: Vocabulary | None, limits: Limits) -> None:
+    def __init__(self, source: Source, vocab: Vocabulary | None, limits: Limits, registry=None) -> None:
         self.source = source
         self.vocab = vocab
         self.limits = limits
+        self.registry = registry
         self.builder = GrammarBuilder(source.text, limits)
         self.rules: dict[str, Definition] = {}
         self.terminals: dict[str, _TerminalDef] = {}
@@ -232,7 +236,7 @@ class _Lowering:
         if isinstance(node, Special):
             return [b.special_terminal(node.raw, self.special_ids(node), origin)]
         if isinstance(node, Json):
-            return [_embed_json_schema(node.schema, b, node.span)]
+            return [_embed_json_schema(node.schema, b, node.span, self.registry)]
         return [b.terminal(self.name(node), self.expr(node), origin)]
 
     def ignore(self, statement: Ignore) -> None:
@@ -372,7 +376,7 @@ def _extend(old: Node, new: Node) -> Node:
     return Alt(old.span, options)
 
 
-def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span) -> int:
+def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span, registry=None) -> int:
     """The symbol deriving the JSON texts ``schema`` accepts (compact JSON, schema property
     order, as ``tokamata.compile_json_schema`` with default options), embedded into
     ``builder``. Errors from the schema keep their class and JSON pointer and gain the place
@@ -381,7 +385,7 @@ def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span) -> i
 
     source = Source(builder.source)
     try:
-        sub, _ = schema_to_grammar(schema, builder.limits)
+        sub, _ = schema_to_grammar(schema, builder.limits, registry=registry)
     except SchemaError as error:
         raise SchemaError(f"{error} (in %json at {source.where(span)})") from None
     except Unsupported as error:
