@@ -307,3 +307,17 @@ def test_lexer_rows_shared_across_grammars_whatever_the_terminal_index():
     assert m2.consume(3) and m2.consume(4) and m2.is_accepting()  # "ab" then 'a"'
     tagged = d.alternation(d.tagged(body, 3), d.tagged(body, 5), d.tagged(lit("x"), 1))
     assert untagged(tagged) is d.alternation(body, lit("x"))
+
+
+@pytest.mark.parametrize("rules, message", [
+    ([Rule(0, (5,))], "undefined terminal #5"),
+    ([Rule(0, (0, nonterminal(3)))], "undefined rule #3"),
+    ([Rule(0, (0,)), Rule(2, (0,))], "rule for an undefined nonterminal"),
+])
+def test_check_grammar_names_symbols_out_of_range(rules, message):
+    from tokamata.grammar.ir import check_grammar
+    from tokamata.limits import Limits
+
+    g = Grammar((Terminal("A", lit("a")),), ("start",), tuple(rules), 0)
+    with pytest.raises(tokamata.InvalidSyntax, match=message):
+        check_grammar(g, Limits())

@@ -158,7 +158,12 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
     for index in grammar.ignore:
         if not 0 <= index < num_terminals or grammar.terminals[index].expr is None:
             raise _error(grammar, "%ignore needs a text terminal", None)
-    for rule in grammar.rules:
+    # symbols in range: one pass over min/max, then (only on a failure) the rule to name
+    symbols = [symbol for rule in grammar.rules for symbol in rule.rhs]
+    lhs = [rule.lhs for rule in grammar.rules]
+    in_range = (not lhs or (min(lhs) >= 0 and max(lhs) < num_nonterminals)) and \
+        (not symbols or (max(symbols) < num_terminals and -min(symbols) - 1 < num_nonterminals))
+    for rule in () if in_range else grammar.rules:
         if not 0 <= rule.lhs < num_nonterminals:
             raise _error(grammar, "rule for an undefined nonterminal", rule.origin)
         for symbol in rule.rhs:
@@ -174,25 +179,23 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
                               "derives no finite string", _first_origin(grammar, grammar.start))
     # reachable from start through productive rules only
     by_lhs: dict[int, list[Rule]] = {}
-    for rule in grammar.rules:
-        if all(is_terminal(s) or productive[nonterminal_index(s)] for s in rule.rhs):
+    for rule in grammar.rules:  # (symbol < 0: nonterminal -symbol - 1)
+        if all(s >= 0 or productive[-s - 1] for s in rule.rhs):
             by_lhs.setdefault(rule.lhs, []).append(rule)
     reachable = {grammar.start}
     stack = [grammar.start]
     while stack:
         for rule in by_lhs.get(stack.pop(), ()):
             for symbol in rule.rhs:
-                if not is_terminal(symbol):
-                    j = nonterminal_index(symbol)
-                    if j not in reachable:
-                        reachable.add(j)
-                        stack.append(j)
+                if symbol < 0 and -symbol - 1 not in reachable:
+                    reachable.add(-symbol - 1)
+                    stack.append(-symbol - 1)
     # an unproductive nonterminal that a reachable rule mentions is an error (it is dead code
     # the user most likely did not intend)
     for rule in grammar.rules:
         if rule.lhs in reachable:
             for symbol in rule.rhs:
-                if not is_terminal(symbol) and not productive[nonterminal_index(symbol)]:
+                if symbol < 0 and not productive[-symbol - 1]:
                     name = grammar.nonterminals[nonterminal_index(symbol)]
                     raise _error(grammar, f"rule {name} is unproductive: it derives no finite string",
                                  _first_origin(grammar, nonterminal_index(symbol)) or rule.origin)
