@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 import tokamata
+from mask_walk import random_walk
 from tokamata.syntax.json_schema import schema_to_grammar
 
 MASKBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "jsonschemabench" / "maskbench"
@@ -33,20 +34,9 @@ def sample() -> list[dict]:
 
 def walk(constraint, vocab, rng: random.Random, steps: int = 120) -> bytes | None:
     """Bytes of one random walk that ends accepting, or None."""
-    eos = set(vocab.eos_token_ids)
     matcher = constraint.matcher()
-    out = b""
-    for step in range(steps):
-        allowed = matcher.allowed_tokens().tolist()
-        if eos & set(allowed) and (rng.random() < 0.3 or step > steps // 2):
-            return out
-        choices = [t for t in allowed if t not in eos]
-        if not choices:
-            break
-        short = [t for t in choices if len(vocab.token_bytes[t]) <= 2] or choices
-        token = rng.choice(short if rng.random() < 0.85 else choices)
-        assert matcher.consume(token)
-        out += vocab.token_bytes[token]
+    out = random_walk(matcher, vocab, rng, steps=steps, stop_after=steps // 2, stop_chance=0.3,
+                      short_bytes=2, short_bias=0.85)
     return out if matcher.is_accepting() else None
 
 

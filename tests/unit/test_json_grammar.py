@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import tokamata
+from mask_walk import random_walk
 from real_tokenizers import llama3
 
 BYTE_VOCAB = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
@@ -162,20 +163,7 @@ def test_real_tokenizer_instances_and_random_walks():
     rng = random.Random(7)
     for _ in range(12):
         m = c.matcher()
-        out = b""
-        for step in range(60):
-            allowed = m.allowed_tokens()
-            eos = [t for t in allowed.tolist() if t in vocab.eos_token_ids]
-            if eos and (step > 15 or rng.random() < 0.3):
-                break
-            text_tokens = [t for t in allowed.tolist() if t not in vocab.eos_token_ids]
-            if not text_tokens:
-                break
-            # prefer structural tokens so walks close their brackets
-            short = [t for t in text_tokens if len(vocab.token_bytes[t]) <= 2] or text_tokens
-            token = rng.choice(short if rng.random() < 0.7 else text_tokens)
-            assert m.consume(token)
-            out += vocab.token_bytes[token]
+        out = random_walk(m, vocab, rng, steps=60, stop_after=15, stop_chance=0.3, short_bytes=2, short_bias=0.7)
         if m.is_accepting():
             assert rfc_json(out.decode("utf-8")), out
         else:

@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 
 import tokamata
+from mask_walk import random_walk
 from tokamata.automata import derivatives as d
 from tokamata.grammar.ir import Grammar, is_terminal, nonterminal_index
 from tokamata.syntax.json_schema import schema_to_grammar, embed_grammar
@@ -541,21 +542,10 @@ def test_engine_with_llama3():
             ok = all(matcher.consume(t) for t in tokenizer.encode(compact(value).decode()))
             assert not (ok and matcher.is_accepting()), value
         rng = random.Random(3)
-        eos = set(vocab.eos_token_ids)
         for _ in range(6):
             matcher = constraint.matcher()
-            out = b""
-            for step in range(80):
-                allowed = matcher.allowed_tokens().tolist()
-                if eos & set(allowed) and (step > 20 or rng.random() < 0.2):
-                    break
-                choices = [t for t in allowed if t not in eos]
-                if not choices:
-                    break
-                short = [t for t in choices if len(vocab.token_bytes[t]) <= 3] or choices
-                token = rng.choice(short if rng.random() < 0.8 else choices)
-                assert matcher.consume(token)
-                out += vocab.token_bytes[token]
+            out = random_walk(matcher, vocab, rng, steps=80, stop_after=20, stop_chance=0.2, short_bytes=3,
+                              short_bias=0.8)
             if matcher.is_accepting():
                 assert oracle_valid(schema, json.loads(out)), out
 
