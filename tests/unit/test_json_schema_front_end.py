@@ -113,6 +113,12 @@ TABLE = [
     ({"type": "string", "pattern": "cat"}, ["cat", "concatenate"], ["dog", "ca t"]),
     ({"type": "string", "pattern": "^a|b$"}, ["abc", "xxb", "ab"], ["ba", "c"]),
     ({"type": "string", "pattern": "^\\w+$", "maxLength": 4}, ["ab_1", "x"], ["ab-1", "abcde"]),
+    # minLength 0 / 1 without maxLength is dropped only when another keyword implies it
+    ({"type": "string", "minLength": 1, "pattern": "^a*$"}, ["a", "aaa"], ["", "b"]),
+    ({"type": "string", "minLength": 0, "pattern": "^a*$"}, ["", "aa"], ["b"]),
+    ({"type": "string", "minLength": 1, "pattern": "^a+$"}, ["a"], ["", "ab"]),
+    ({"type": "string", "minLength": 1, "format": "date"}, ["2024-02-29"], ["", "2023-02-29"]),
+    ({"type": "string", "minLength": 2, "pattern": "^a*$"}, ["aa"], ["", "a"]),
     ({"pattern": "^x"}, ["xy", 1, None, {}], ["y"]),
     ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
       "required": ["a"]},

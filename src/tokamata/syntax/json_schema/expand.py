@@ -354,6 +354,14 @@ class Expander(Complements):
                 contents.append(content)
         if not contents:
             return None
+        if low is not None and high is None and low <= 1 and len(contents) > 1:
+            # ANY{0,} is every content, ANY{1,} every non-empty one: implied when another
+            # content cannot be empty. Dropping it keeps the language and spares every
+            # state of the string an intersection (a derivative per member plus an
+            # emptiness search)
+            others = contents[1:]
+            if not low or any(not c.nullable for c in others):
+                contents = others
         return lx.string_of(d.intersection(*contents, limits=self.limits))
 
     def _format(self, name: Any, path: Path) -> Optional[d.Expr]:
