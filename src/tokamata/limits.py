@@ -39,6 +39,10 @@ class Limits:
     max_compile_seconds: float = 10.0
     #: grammar size: symbols over all rules (each rule counts its right-hand side plus one)
     max_grammar_symbols: int = 200_000
+    #: distinct values the items of a JSON Schema array with ``uniqueItems`` may take (its
+    #: grammar has a state per set of values already used: up to 2 ** n); more raises
+    #: ``Unsupported`` naming ``uniqueItems``, as an infinite item language does
+    max_unique_items_values: int = 12
     #: Earley items in one parser set (one step of the parser)
     max_earley_items: int = 50_000
     #: parser states (Earley sets) one grammar constraint keeps, over all its matchers

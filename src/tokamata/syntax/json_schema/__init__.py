@@ -31,6 +31,14 @@ Semantics chosen where the specification leaves room (each also in the module do
   ``const``/``enum`` or complements, only plain decimal notation (reported as
   ``number-notation``). ``integer`` accepts ``-?(0|[1-9][0-9]*)`` optionally followed by
   ``.0+`` (drafts 6 on; draft 4: no fraction); exponents are left out for integers.
+- ``uniqueItems`` is exact when every item position's schema (``prefixItems``, ``items``,
+  after ``allOf``/``$ref``) has finitely many values, at most
+  ``Limits.max_unique_items_values`` (12) in all: ``enum``, ``const``, ``boolean``, ``null``,
+  bounded integers, short closed patterns, arrays and closed objects of such. Equality is
+  JSON Schema's (``1`` and ``1.0`` are equal, ``"a"`` and ``"\\u0061"`` too, ``true`` and
+  ``1`` are not). Otherwise (an infinite item language, more values, or its complement under
+  ``not``) it raises :class:`~tokamata.Unsupported`, or is ignored and reported with
+  ``approximate={"uniqueItems"}``.
 - Object keys are not checked for duplicates (a grammar cannot: keys are unbounded). Every
   occurrence satisfies its member schema, so a parser keeping the first or the last value
   gets a valid value, except where counts or witnesses see occurrences: ``minProperties``

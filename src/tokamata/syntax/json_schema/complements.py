@@ -27,7 +27,7 @@ from . import lexemes as lx
 from . import numbers as nm
 from . import strings as st
 from .nodes import (ALL, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node, ObjectShape, intersect)
-from .refs import Path, unsupported
+from .refs import Path, pointer, unsupported
 
 __all__ = ["Complements"]
 
@@ -178,7 +178,12 @@ class Complements:
     def complement_array(self, shape: ArrayShape, path: Path) -> Node:
         keyword = _keyword(path)
         if shape.unique:
-            raise unsupported(keyword, path[:-1], "the complement of uniqueItems is not supported")
+            if "uniqueItems" not in self.options.approximate:
+                raise unsupported("uniqueItems", shape.unique[0], f"its complement ({keyword} at "
+                                  f"{pointer(path[:-1]) or '/'}: arrays with a duplicate item) is not supported "
+                                  "(pass approximate={'uniqueItems'} to ignore it)")
+            self.report.add("uniqueItems", pointer(shape.unique[0] + ("uniqueItems",)), "ignored under a "
+                            "complement: arrays the complement allows only for their duplicate items are refused")
         shapes = []
         if shape.min_items > 0:
             shapes.append(ArrayShape(max_items=shape.min_items - 1))

@@ -15,6 +15,12 @@ Invariants:
   colon are one terminal. Counts (min/max properties, min/max items, contains) are states of
   the rules, saturating where only a lower bound matters; every state is a nonterminal, and
   grammar size is bounded by ``Limits.max_grammar_symbols``.
+- ``uniqueItems`` (:meth:`Emitter._unique_array`) is exact when every item position's schema
+  has finitely many values (:mod:`.values`), at most ``Limits.max_unique_items_values`` in
+  all: a state is the set of values used so far (as equality classes), and an item is a
+  spelling of an unused one (its position's schema intersected with that one value). Any
+  other case raises :class:`Unsupported` naming ``uniqueItems`` and its schema's pointer,
+  or, when ``approximate`` names it, is reported and emitted without the check.
 - Depth matters only for ``pretty`` (indentation); elsewhere every member is at depth 0.
 - Rules whose symbols derive nothing (empty schemas) are pruned before ``check_grammar``; an
   empty start symbol is a :class:`SchemaError` (the schema allows no value).
@@ -32,7 +38,9 @@ from . import numbers as nm
 from .complements import _not
 from .expand import Expander
 from .nodes import FALSE_TERM, TRUE, ArrayShape, Conj, ObjectShape
+from .refs import pointer, unsupported
 from .report import Options, Report
+from .values import NotFinite, ValueSets, equality_key, value_term
 
 __all__ = ["Emitter"]
 
@@ -59,6 +67,7 @@ class Emitter:
         self._pending: list[tuple[Conj, int, int]] = []
         self._states: dict[tuple, int] = {}
         self._deferred: list = []
+        self.values = ValueSets(expander, limits)
 
     # -- building blocks --------------------------------------------------------------------
     def terminal(self, expr: d.Expr, name: str) -> int:
@@ -301,6 +310,8 @@ class Emitter:
                 return
         contains = [(conj, at_least, at_most) for conj, at_least, at_most in shape.contains
                     if at_least > 0 or at_most is not None]
+        if shape.unique and (high is None or high > 1) and self._unique_array(shape, depth, lhs, low, high, contains):
+            return
         cap = high if high is not None else max(k, low, 1)
         caps = [at_most if at_most is not None else at_least for _, at_least, at_most in contains]
         opener = self.terminal(layout.open("[", depth), "open_array")
@@ -344,6 +355,98 @@ class Emitter:
         if low == 0 and all(at_least == 0 for _, at_least, _ in contains):
             self.rule(lhs, [self.terminal(layout.empty("[]", depth), "empty_array")])
         self.rule(lhs, [state(0, (0,) * len(contains))])
+
+    def _unique_array(self, shape: ArrayShape, depth: int, lhs: int, low: int, high: int | None,
+                      contains: list) -> bool:
+        """Arrays of ``shape`` whose items are pairwise distinct, exactly: every position's
+        schema has finitely many values, grouped into equality classes; a state is the set
+        of classes used so far (its size is the item count), and the next item is any
+        spelling of an unused class its position allows. False when that cannot be done and
+        ``approximate`` names uniqueItems (reported: the caller emits the array without it)."""
+        path = shape.unique[0]
+        bound = self.limits.max_unique_items_values
+        k = len(shape.prefix)
+        conjs = list(shape.prefix[:high] if high is not None else shape.prefix)
+        if high is None or high > k:
+            conjs.append(shape.rest)
+        by_conj: dict[Conj, dict[int, list]] = {}  # position schema -> class -> its values
+        classes: dict = {}  # equality key -> class
+        reason = None
+        try:
+            for conj in dict.fromkeys(conjs):
+                for value in self.values.values(conj):
+                    c = classes.setdefault(equality_key(value), len(classes))
+                    by_conj.setdefault(conj, {}).setdefault(c, []).append(value)
+                if len(classes) > bound:
+                    raise NotFinite(f"more than {bound} distinct values")
+        except NotFinite as error:
+            reason = f"{error.reason} (distinct items are enforced over at most {bound} item values, " \
+                     "Limits.max_unique_items_values)"
+        if reason is None:
+            members = []  # per contains: the classes it counts
+            for conj, _, _ in contains:
+                found = set()
+                for c, variants in ((c, v) for table in by_conj.values() for c, v in table.items()):
+                    if self.values.holds(conj, variants[0]):
+                        found.add(c)
+                members.append(frozenset(found))
+            at_least = [low_count for _, low_count, _ in contains]
+            at_most = [high_count for _, _, high_count in contains]
+
+            def options(used: frozenset) -> list[tuple[int, Conj, list]]:
+                """(class, position schema, its values) an item may take after ``used``."""
+                n = len(used)
+                if high is not None and n >= high:
+                    return []
+                conj = shape.at(n)
+                out = []
+                for c, variants in by_conj.get(conj, {}).items():
+                    if c in used or any(at_most[j] is not None and c in members[j]
+                                        and len(used & members[j]) >= at_most[j] for j in range(len(contains))):
+                        continue
+                    out.append((c, conj, variants))
+                return out
+
+            seen, frontier, size = {frozenset()}, [frozenset()], 2
+            while frontier:  # the grammar's size before building it: 2 ** classes at worst
+                used = frontier.pop()
+                size += 2
+                for c, _, variants in options(used):
+                    size += 4 * len(variants)
+                    after = used | {c}
+                    if after not in seen:
+                        seen.add(after)
+                        frontier.append(after)
+            if self._size + size > self.limits.max_grammar_symbols:
+                reason = f"{len(seen)} sets of used item values need more than Limits.max_grammar_symbols"
+        if reason is not None:
+            if "uniqueItems" not in self.options.approximate:
+                raise unsupported("uniqueItems", path, reason + "; pass approximate={'uniqueItems'} to ignore it")
+            self.report.add("uniqueItems", pointer(path + ("uniqueItems",)),
+                            f"items are not checked for duplicates: {reason}")
+            return False
+        layout = self.layout
+        opener = self.terminal(layout.open("[", depth), "open_array")
+        comma = self.terminal(layout.comma(depth), "comma")
+        close = self.terminal(layout.close("]", depth), "close_array")
+        tag = ("unique", shape, depth)
+
+        def state(used: frozenset) -> int:
+            return self._state(tag + (used,), "unique_items", lambda symbol: state_rules(symbol, used))
+
+        def state_rules(symbol: int, used: frozenset) -> None:
+            if len(used) >= max(low, 1) and all(len(used & members[j]) >= at_least[j] for j in range(len(contains))):
+                self.rule(symbol, [close])
+            separator = opener if not used else comma
+            for c, conj, variants in options(used):
+                after = state(used | {c})
+                for value in variants:
+                    self.rule(symbol, [separator, self.value(conj | {value_term(value)}, depth + 1), after])
+
+        if low == 0 and all(n == 0 for n in at_least):
+            self.rule(lhs, [self.terminal(layout.empty("[]", depth), "empty_array")])
+        self.rule(lhs, [state(frozenset())])
+        return True
 
     # -- finishing --------------------------------------------------------------------------
     def _finish(self, start: int, source: str) -> Grammar:

@@ -20,6 +20,9 @@ Invariants:
   keyword and pointer.
 - Every keyword that cannot be enforced exactly raises :class:`Unsupported` naming it and its
   JSON pointer, unless the caller opted into the named approximation (then reported).
+  ``uniqueItems`` is the exception decided later: shapes carry the paths of the schemas that
+  asked for it, and the emitter enforces or refuses it once every keyword constraining the
+  items (siblings, ``allOf``, references) has been intersected in.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from .nodes import (ALL, ANY_ARRAY, ANY_OBJECT, EMPTY, FALSE, FALSE_TERM, TRUE, 
 from .refs import NO_CONTEXT, Document, Path, pointer, unsupported
 from .complements import Complements
 from .report import Options, Report
+from .values import VALUE_TAG
+from .values import value_node as exact_value_node
 
 __all__ = ["Expander"]
 
@@ -96,6 +101,8 @@ class Expander(Complements):
             return self.value_node(json.loads(term[1]), term[2])
         if tag == "not":
             return self.complement(self.node(term[1]), term[2])
+        if tag == VALUE_TAG:
+            return exact_value_node(term[1], self.limits)
         raise AssertionError(f"unknown term {term!r}")  # pragma: no cover
 
     def location(self, location: int) -> Node:
@@ -555,14 +562,8 @@ class Expander(Complements):
             at_least = 1 if at_least is None else at_least
             if at_least > 0 or at_most is not None:
                 contains = ((self.conj(path + ("contains",)), at_least, at_most),)
-        unique = schema.get("uniqueItems") is True and (high is None or high > 1)
-        if unique:
-            if "uniqueItems" not in self.options.approximate:
-                raise unsupported("uniqueItems", path, "distinct items cannot be enforced by a grammar "
-                                  "(pass approximate={'uniqueItems'} to ignore it)")
-            self.report.add("uniqueItems", pointer(path + ("uniqueItems",)), "items are not checked for "
-                            "duplicates")
-            unique = False
+        # exact or refused by the emitter, once every keyword of the items is known
+        unique = (path,) if schema.get("uniqueItems") is True and (high is None or high > 1) else ()
         if high is not None and low > high:
             return ()
         evaluated = -1 if rest is not None else len(prefix)

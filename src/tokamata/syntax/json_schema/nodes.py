@@ -25,7 +25,9 @@ Invariants:
   (declared or not) with a key in the language and a value in the schema (complements of
   rules and of ``propertyNames`` are witnesses).
 - An :class:`ArrayShape` gives the schema of each position (``prefix``, then ``rest``), the
-  length bounds, and ``contains`` counts ``(schema, min, max)``.
+  length bounds, ``contains`` counts ``(schema, min, max)``, and ``unique``: the paths of
+  the schemas whose ``uniqueItems`` holds for it (empty: items may repeat), kept for the
+  emitter's error messages; intersection unions them.
 - ``evaluated`` (keys of an object shape, leading items of an array shape) is the
   annotation ``unevaluatedProperties`` / ``unevaluatedItems`` read: what the keywords that
   made the shape evaluated. Intersection unions it; complements start from nothing (``not``
@@ -96,7 +98,7 @@ class ArrayShape:
     min_items: int = 0
     max_items: Optional[int] = None
     contains: Tuple[Tuple[Conj, int, Optional[int]], ...] = ()
-    unique: bool = False
+    unique: Tuple[tuple, ...] = ()  # paths of the schemas with uniqueItems: true
     evaluated: int = 0  # leading items evaluated (annotations for unevaluatedItems); -1: all
 
     def at(self, index: int) -> Conj:
@@ -332,7 +334,7 @@ def _intersect_arrays(a: ArrayShape, b: ArrayShape, limits: Limits) -> Optional[
     evaluated = -1 if -1 in (a.evaluated, b.evaluated) else max(a.evaluated, b.evaluated)
     shape = ArrayShape(prefix, a.rest | b.rest, max(a.min_items, b.min_items),
                        _min_opt(a.max_items, b.max_items), _dedupe(a.contains + b.contains),
-                       a.unique or b.unique, evaluated)
+                       _dedupe(a.unique + b.unique), evaluated)
     if shape.max_items is not None and shape.min_items > shape.max_items:
         return None
     return shape
