@@ -574,3 +574,26 @@ def test_anchors_in_whole_groups_and_non_space_classes(pattern, valid, invalid):
     for value in invalid:
         assert not oracle_valid({"pattern": pattern}, value)
         assert not recognize(grammar, compact(value)), (pattern, value)
+
+
+def test_long_literals_compile_without_recursion():
+    """Concatenation chains as long as a schema's strings (a 5,000-character const, and an
+    enum of them) are built and appended to without recursion; what they cost in DFA
+    states is bounded by the limits."""
+    from real_tokenizers import llama3
+
+    tokenizer = llama3()
+    long_text = "ab" * 2500
+    limits = tokamata.Limits(max_dfa_states=100_000)
+    for schema in ({"const": long_text}, {"enum": [long_text, long_text + "c"]}):
+        constraint = tokamata.compile_json_schema(schema, tokenizer.vocab, limits=limits)
+        matcher = constraint.matcher()
+        assert all(matcher.consume(t) for t in tokenizer.encode(json.dumps(long_text)))
+        assert matcher.is_accepting()
+        matcher = constraint.matcher()
+        ok = all(matcher.consume(t) for t in tokenizer.encode(json.dumps(long_text[:-1])))
+        assert not (ok and matcher.is_accepting())
+    with pytest.raises(tokamata.LimitExceeded, match="max_dfa_states"):
+        matcher = tokamata.compile_json_schema({"const": long_text}, tokenizer.vocab).matcher()
+        for token in tokenizer.encode(json.dumps(long_text)):
+            matcher.consume(token)

@@ -234,8 +234,15 @@ def concat(first: Expr, second: Expr) -> Expr:
         return second
     if second is EPSILON:
         return first
-    if first.kind == _CONCAT:  # keep concatenation right-nested
-        return concat(first.args[0], concat(first.args[1], second))
+    if first.kind == _CONCAT:  # keep concatenation right-nested, without recursion (chains may be long)
+        heads = []
+        while first.kind == _CONCAT:  # the head of a right-nested concatenation is never one
+            heads.append(first.args[0])
+            first = first.args[1]
+        node = concat(first, second)
+        for head in reversed(heads):
+            node = concat(head, node)
+        return node
     return _make(_CONCAT, (first, second), first.nullable and second.nullable)
 
 
