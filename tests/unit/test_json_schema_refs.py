@@ -131,6 +131,9 @@ ERRORS = [
      tokamata.Unsupported, "drafts are not mixed"),
     ({"$ref": EX + "meta.json"}, {EX + "meta.json": {"$schema": "https://example.com/unknown-meta"}},
      tokamata.Unsupported, "unknown meta-schema"),
+    # an embedded $schema of another draft (draft 4's "integer" refuses 1.0) is not read as ours
+    ({"$defs": {"e": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}},
+      "$ref": "#/$defs/e"}, None, tokamata.Unsupported, "$schema at /$defs/e"),
     ({"$ref": "int.json"}, {"int.json": {"type": "integer"}}, tokamata.InvalidArgument, "absolute URIs"),
 ]
 
