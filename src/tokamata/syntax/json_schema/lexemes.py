@@ -45,7 +45,7 @@ def _bytes_of(chars: str) -> d.Expr:
 
 
 DIGIT = _bytes_of("0123456789")
-_NONZERO = _bytes_of("123456789")
+NONZERO_DIGIT = _bytes_of("123456789")
 _HEX_DIGITS = tuple(_bytes_of("0123456789"[i] if i < 10 else "abcdef"[i - 10] + "ABCDEF"[i - 10])
                     for i in range(16))
 _RAW: cs.CharSet = ((0x20, 0x21), (0x23, 0x5B), (0x5D, cs.MAX_CODE_POINT))
@@ -177,7 +177,7 @@ def string_literals(texts) -> d.Expr:
 
 
 _MINUS = literal("-")
-_INT_MAGNITUDE = d.alternation(literal("0"), d.concat(_NONZERO, d.repeat(DIGIT, 0, d.UNBOUNDED)))
+_INT_MAGNITUDE = d.alternation(literal("0"), d.concat(NONZERO_DIGIT, d.repeat(DIGIT, 0, d.UNBOUNDED)))
 _CANONICAL_INT = d.concat(d.repeat(_MINUS, 0, 1), _INT_MAGNITUDE)
 _FRACTION = d.concat(literal("."), d.repeat(DIGIT, 1, d.UNBOUNDED))
 _EXPONENT = d.concat_all((_bytes_of("eE"), d.repeat(_bytes_of("+-"), 0, 1), d.repeat(DIGIT, 1, d.UNBOUNDED)))
@@ -186,8 +186,8 @@ _ZERO_FRACTION = d.concat(literal("."), d.repeat(literal("0"), 1, d.UNBOUNDED))
 NUMBER = d.concat_all((_CANONICAL_INT, d.repeat(_FRACTION, 0, 1), d.repeat(_EXPONENT, 0, 1)))
 #: plain decimal notation; a fraction only after at most 308 integer digits (longer ones
 #: overflow floats in Python and most parsers, which then misjudge bounds and multiples)
-_SHORT_MAGNITUDE = d.alternation(literal("0"), d.concat(_NONZERO, d.repeat(DIGIT, 0, 307)))
-_LONG_MAGNITUDE = d.concat(_NONZERO, d.repeat(DIGIT, 308, d.UNBOUNDED))
+_SHORT_MAGNITUDE = d.alternation(literal("0"), d.concat(NONZERO_DIGIT, d.repeat(DIGIT, 0, 307)))
+_LONG_MAGNITUDE = d.concat(NONZERO_DIGIT, d.repeat(DIGIT, 308, d.UNBOUNDED))
 PLAIN_NUMBER = d.concat(d.repeat(_MINUS, 0, 1),
                         d.alternation(d.concat(_SHORT_MAGNITUDE, d.repeat(_FRACTION, 0, 1)), _LONG_MAGNITUDE))
 #: integer values (drafts 6 on), plain spellings with optional zero fractions (``.0+`` only
@@ -196,7 +196,7 @@ PLAIN_NUMBER = d.concat(d.repeat(_MINUS, 0, 1),
 #: in Python and most parsers, which then call it no integer
 INTEGER = d.alternation(
     d.concat_all((d.repeat(_MINUS, 0, 1), _SHORT_MAGNITUDE, d.repeat(_ZERO_FRACTION, 0, 1))),
-    d.concat_all((d.repeat(_MINUS, 0, 1), _NONZERO, d.repeat(DIGIT, 308, d.UNBOUNDED))))
+    d.concat_all((d.repeat(_MINUS, 0, 1), NONZERO_DIGIT, d.repeat(DIGIT, 308, d.UNBOUNDED))))
 #: draft 4: an integer is a number without fraction or exponent
 INTEGER_DRAFT4 = _CANONICAL_INT
 PLAIN_INTEGER = INTEGER

@@ -43,14 +43,13 @@ __all__ = ["to_decimal", "at_least", "at_most", "number_range", "number_value", 
 
 _D = lx.DIGIT
 _D_STAR = d.repeat(_D, 0, d.UNBOUNDED)
-_NONZERO_DIGIT = d.byte_set(sum(1 << b for b in range(0x31, 0x3A)))
 _ZERO = lx.literal("0")
 _ANY_FRACTION = d.repeat(d.concat(lx.literal("."), d.repeat(_D, 1, d.UNBOUNDED)), 0, 1)
 _ZERO_FRACTION = d.repeat(d.concat(lx.literal("."), d.repeat(_ZERO, 1, d.UNBOUNDED)), 0, 1)
 _MINUS = lx.literal("-")
-_UNSIGNED = d.concat(d.alternation(_ZERO, d.concat(_NONZERO_DIGIT, _D_STAR)), _ANY_FRACTION)
+_UNSIGNED = d.concat(d.alternation(_ZERO, d.concat(lx.NONZERO_DIGIT, _D_STAR)), _ANY_FRACTION)
 _ZERO_FORMS = d.concat(_ZERO, _ZERO_FRACTION)  # unsigned spellings of zero
-_CANONICAL = d.alternation(_ZERO, d.concat(_NONZERO_DIGIT, _D_STAR))
+_CANONICAL = d.alternation(_ZERO, d.concat(lx.NONZERO_DIGIT, _D_STAR))
 
 #: every plain spelling (no exponent), fractions after integer parts of any length
 PLAIN_ANY = d.concat(d.repeat(_MINUS, 0, 1), _UNSIGNED)
@@ -58,7 +57,7 @@ PLAIN_ANY = d.concat(d.repeat(_MINUS, 0, 1), _UNSIGNED)
 INTEGER_ANY = d.concat_all((d.repeat(_MINUS, 0, 1), _CANONICAL, _ZERO_FRACTION))
 #: plain spellings with a fraction after more than 308 integer digits (what
 #: :data:`lexemes.PLAIN_NUMBER` leaves out of :data:`PLAIN_ANY`)
-LONG_FRACTION = d.concat_all((d.repeat(_MINUS, 0, 1), _NONZERO_DIGIT, d.repeat(_D, 308, d.UNBOUNDED),
+LONG_FRACTION = d.concat_all((d.repeat(_MINUS, 0, 1), lx.NONZERO_DIGIT, d.repeat(_D, 308, d.UNBOUNDED),
                               lx.literal("."), d.repeat(_D, 1, d.UNBOUNDED)))
 
 
@@ -100,7 +99,7 @@ def _int_less(h: str) -> d.Expr:
     options = []
     if n >= 2:  # every shorter integer
         options.append(_ZERO)
-        options.append(d.concat(_NONZERO_DIGIT, d.repeat(_D, 0, n - 2)))
+        options.append(d.concat(lx.NONZERO_DIGIT, d.repeat(_D, 0, n - 2)))
     for i in range(n):
         first = 1 if (i == 0 and n >= 2) else 0
         options.append(d.concat_all((lx.literal(h[:i]), _digit_range(first, int(h[i]) - 1),
@@ -111,7 +110,7 @@ def _int_less(h: str) -> d.Expr:
 def _int_greater(l: str) -> d.Expr:
     """Canonical unsigned integers above ``l``."""
     n = len(l)
-    options = [d.concat(_NONZERO_DIGIT, d.repeat(_D, n, d.UNBOUNDED))]
+    options = [d.concat(lx.NONZERO_DIGIT, d.repeat(_D, n, d.UNBOUNDED))]
     for i in range(n):
         options.append(d.concat_all((lx.literal(l[:i]), _digit_range(int(l[i]) + 1, 9),
                                      d.repeat(_D, n - i - 1, n - i - 1))))
@@ -137,7 +136,7 @@ def _fraction_at_most(g: str, strict: bool) -> d.Expr:
 def _fraction_at_least(g: str, strict: bool) -> d.Expr:
     """The optional fraction with value >= 0.g (> when strict)."""
     m = len(g)
-    some_nonzero = d.concat_all((d.repeat(_ZERO, 0, d.UNBOUNDED), _NONZERO_DIGIT, _D_STAR))
+    some_nonzero = d.concat_all((d.repeat(_ZERO, 0, d.UNBOUNDED), lx.NONZERO_DIGIT, _D_STAR))
     if m == 0:
         tail = some_nonzero if strict else d.repeat(_D, 1, d.UNBOUNDED)
     else:

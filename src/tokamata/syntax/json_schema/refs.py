@@ -226,7 +226,7 @@ class Document:
         self.roots[path] = root
         if path == () or (len(path) == 1 and isinstance(path[0], Remote)):
             self.resources.setdefault(urldefrag(base)[0], path)
-        elif isinstance(schema.get("$schema"), str) and _draft_of(schema, draft, path) != draft:
+        elif _draft_of(schema, draft, path) != draft:
             # validators apply an embedded dialect to its subschema (draft 4's "integer"
             # refuses 1.0, say): refused rather than read in the document's draft
             raise unsupported("$schema", path, f"an embedded $schema of draft {_draft_of(schema, draft, path)} "

@@ -48,13 +48,12 @@ VALUE_TAG = "="
 
 Value = tuple
 
-_NONZERO = d.byte_set(sum(1 << b for b in range(0x31, 0x3A)))
-_FRACTION = d.concat_all((lx.literal("."), d.repeat(lx.DIGIT, 0, d.UNBOUNDED), _NONZERO))
+_FRACTION = d.concat_all((lx.literal("."), d.repeat(lx.DIGIT, 0, d.UNBOUNDED), lx.NONZERO_DIGIT))
 #: one spelling per number: no exponent, no trailing fraction zeros, no ``-0``
 CANONICAL_NUMBER = d.alternation(
     lx.literal("0"),
     d.concat(d.repeat(lx.literal("-"), 0, 1),
-             d.alternation(d.concat_all((_NONZERO, d.repeat(lx.DIGIT, 0, d.UNBOUNDED), d.repeat(_FRACTION, 0, 1))),
+             d.alternation(d.concat_all((lx.NONZERO_DIGIT, d.repeat(lx.DIGIT, 0, d.UNBOUNDED), d.repeat(_FRACTION, 0, 1))),
                            d.concat(lx.literal("0"), _FRACTION))))
 _SHORT = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r"}
 _CANONICAL_CHAR = d.alternation(
