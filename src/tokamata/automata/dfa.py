@@ -201,9 +201,13 @@ class LazyByteDfa:
         own_starts, own_targets = self._own(state)
         started = time.perf_counter()
         node = self.states[state]
+        first = d.first_bytes(node)
         index = self._index
         for interval in intervals:
             if own_targets[interval] is not None:
+                continue
+            if not (first >> own_starts[interval]) & 1:  # surely NOTHING: no derivative needed
+                own_targets[interval] = DEAD
                 continue
             nxt = d.derivative(node, own_starts[interval])
             if nxt is d.NOTHING:

@@ -58,7 +58,7 @@ def json_grammar(limits: Limits, max_whitespace: int = 0) -> Grammar:
         terminals.append(Terminal(repr(text), _literal(text)))
         names.append(text)
     if max_whitespace:
-        space = d.repeat(d.byte_set(sum(1 << b for b in b" \t\n\r")), 1, max_whitespace)
+        space = d.repeat(d.byte_set(d.byte_mask(" \t\n\r")), 1, max_whitespace)
         terminals.append(Terminal("WS", space))
         names.append("WS")
     t = {name: index for index, name in enumerate(names)}

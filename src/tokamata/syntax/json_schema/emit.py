@@ -112,7 +112,7 @@ class Emitter:
         top = self.value(root, 0)
         self.rule(start, [top])
         if self.options.whitespace == "flexible":
-            ws = self.terminal(d.repeat(d.byte_set(sum(1 << b for b in b" \t\n\r")), 1,
+            ws = self.terminal(d.repeat(d.byte_set(d.byte_mask(" \t\n\r")), 1,
                                         self.options.max_whitespace), "ws")
             self.rule(start, [ws, top])
             self.rule(start, [top, ws])

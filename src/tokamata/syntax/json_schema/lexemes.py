@@ -38,10 +38,7 @@ def literal(text: str | bytes) -> d.Expr:
 
 
 def _bytes_of(chars: str) -> d.Expr:
-    mask = 0
-    for c in chars.encode():
-        mask |= 1 << c
-    return d.byte_set(mask)
+    return d.byte_set(d.byte_mask(chars))
 
 
 DIGIT = _bytes_of("0123456789")
@@ -111,7 +108,7 @@ def json_char(charset: cs.CharSet) -> d.Expr:
     short = 0
     for code, letter in _SHORT_ESCAPES.items():
         if cs.contains(charset, code):
-            short |= 1 << ord(letter)
+            short |= d.byte_mask(letter)
     bmp = cs.intersect(charset, 0, 0xD7FF) + cs.intersect(charset, 0xE000, 0xFFFF)
     astral = cs.intersect(charset, 0x10000, cs.MAX_CODE_POINT)
     after_u = d.alternation(_hex_set(bmp, 4), _surrogate_pairs(astral))

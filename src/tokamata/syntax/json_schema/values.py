@@ -58,7 +58,7 @@ CANONICAL_NUMBER = d.alternation(
 _SHORT = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r"}
 _CANONICAL_CHAR = d.alternation(
     d.utf8_char(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF))),
-    d.concat(lx.literal("\\"), d.byte_set(sum(1 << ord(c) for c in '"\\bfnrt'))),
+    d.concat(lx.literal("\\"), d.byte_set(d.byte_mask('"\\bfnrt'))),
     *(lx.literal(f"\\u{c:04x}") for c in range(0x20) if c not in _SHORT))
 #: one spelling per string: raw characters where JSON allows them, else the short escape,
 #: else ``\\u00xx`` in lower case
