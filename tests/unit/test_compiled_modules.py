@@ -73,3 +73,67 @@ def test_first_bytes_contains_every_byte_with_a_derivative():
             live = [b for b in range(256) if d.derivative(node, b) is not d.NOTHING]
             assert all(first >> b & 1 for b in live), node
             node = d.derivative(node, live[0])
+
+
+# The same walks in a subprocess that imports the listed modules from their .py files (a
+# finder placed first on sys.meta_path), and here from the compiled build: the masks must be
+# identical, so the fallback and the build enforce one language.
+_WALK = r'''
+import hashlib, json, random, sys
+import numpy as np
+if sys.argv[1] == "source":
+    import importlib.abc, importlib.util, pathlib
+    root, listed = pathlib.Path(sys.argv[2]), set(sys.argv[3].split(","))
+    class Source(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.startswith("tokamata.") and name[len("tokamata."):].replace(".", "/") in listed:
+                return importlib.util.spec_from_file_location(name, root / (name.replace(".", "/") + ".py"))
+            return None
+    sys.meta_path.insert(0, Source())
+import tokamata
+from tokamata.automata import derivatives
+from real_tokenizers import llama3
+expected = "py" if sys.argv[1] == "source" else "so"
+assert derivatives.__file__.endswith(expected), derivatives.__file__
+vocab = llama3().vocab
+constraints = [
+    tokamata.compile_json_schema({"type": "object", "properties": {"name": {"type": "string", "maxLength": 6},
+                                  "age": {"type": "integer", "minimum": 18, "maximum": 130},
+                                  "tags": {"type": "array", "items": {"enum": ["a", "b\u00e9"]}}},
+                                  "required": ["name"]}, vocab),
+    tokamata.compile_json_schema({"anyOf": [{"type": "string", "pattern": "^[a-z]+\\d{2}$", "maxLength": 8},
+                                            {"type": "string", "format": "date-time"}]}, vocab),
+    tokamata.compile_regex(r"(\d{1,3}\.){3}\d{1,3}|[A-Za-z_]\w*", vocab),
+    tokamata.compile_grammar('start: "(" NUMBER ("," NUMBER)* ")"\n%import common.NUMBER', vocab),
+]
+digest = hashlib.sha256()
+bitmask = tokamata.allocate_bitmask(1, vocab.size)
+rng = random.Random(5)
+for constraint in constraints:
+    for _ in range(4):
+        matcher = constraint.matcher()
+        for _ in range(40):
+            matcher.fill_bitmask(bitmask, 0)
+            digest.update(bitmask.tobytes())
+            allowed = np.flatnonzero(np.unpackbits(bitmask.view(np.uint8), bitorder="little")[:vocab.size])
+            token = int(rng.choice(list(allowed)))
+            if token in vocab.eos_token_ids or not matcher.consume(token) or matcher.is_terminated():
+                break
+print(digest.hexdigest())
+'''
+
+
+def test_source_and_compiled_build_give_the_same_masks():
+    import os
+    import subprocess
+    import sys
+
+    listed = ",".join(compiled_modules())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
+    digests = {}
+    for mode in ("source", "compiled"):
+        done = subprocess.run([sys.executable, "-c", _WALK, mode, str(ROOT / "src"), listed],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        digests[mode] = done.stdout.strip()
+    assert digests["source"] == digests["compiled"]
