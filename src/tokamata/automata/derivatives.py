@@ -331,8 +331,7 @@ def derivative(node: Expr, byte: int) -> Expr:
             if other is not NOTHING:
                 result = other if result is NOTHING else alternation(result, other)
     elif kind == _ALT:  # only members that can read ``byte`` (a key alternation has many that cannot)
-        live = [x for x in [derivative(m, byte) for m in node.args
-                            if ((m._first if m._first is not None else first_bytes(m)) >> byte) & 1]
+        live = [x for x in [derivative(m, byte) for m in node.args if (first_bytes(m) >> byte) & 1]
                 if x is not NOTHING]
         result = NOTHING if not live else live[0] if len(live) == 1 else alternation(*live)
     elif kind == _TAGGED:
