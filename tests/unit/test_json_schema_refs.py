@@ -132,8 +132,12 @@ ERRORS = [
     ({"$ref": EX + "meta.json"}, {EX + "meta.json": {"$schema": "https://example.com/unknown-meta"}},
      tokamata.Unsupported, "unknown meta-schema"),
     # an embedded $schema of another draft (draft 4's "integer" refuses 1.0) is not read as ours
-    ({"$defs": {"e": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}},
+    ({"$schema": "https://json-schema.org/draft/2020-12/schema",
+      "$defs": {"e": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"}},
       "$ref": "#/$defs/e"}, None, tokamata.Unsupported, "$schema at /$defs/e"),
+    # a root without $schema whose embedded declarations disagree: no draft to read it in
+    ({"$defs": {"e": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"},
+                "f": {"$schema": DRAFT7, "type": "integer"}}}, None, tokamata.Unsupported, "drafts are not mixed"),
     ({"$ref": "int.json"}, {"int.json": {"type": "integer"}}, tokamata.InvalidArgument, "absolute URIs"),
 ]
 
@@ -143,6 +147,38 @@ def test_errors(schema, registry, error, fragment):
     with pytest.raises(error) as info:
         tokamata.compile_json_schema(schema, BYTES, registry=registry)
     assert fragment in str(info.value)
+
+
+DRAFT4 = "http://json-schema.org/draft-04/schema#"
+# A root without $schema is read in the draft its embedded declarations agree on (many draft-4
+# documents declare it only in their definitions); (schema, valid, invalid) under draft 4.
+INFERRED_DRAFT_TABLE = [
+    ({"definitions": {"n": {"$schema": DRAFT4, "type": "integer", "maximum": 5, "exclusiveMaximum": True}},
+      "properties": {"n": {"$ref": "#/definitions/n"}}},
+     [{"n": 4}, {"n": -2}, {}], [{"n": 5}, {"n": 1.0}, {"n": 4.5}]),
+    ({"type": "object", "properties": {"a": {"$schema": DRAFT4, "id": "http://example.com/a.json", "type": "string"},
+                                       "b": {"$ref": "http://example.com/a.json"}}},
+     [{"a": "x", "b": "y"}], [{"b": 1}]),
+]
+
+
+@pytest.mark.parametrize("schema,valid,invalid", INFERRED_DRAFT_TABLE, ids=[json.dumps(r[0])[:50] for r in INFERRED_DRAFT_TABLE])
+def test_root_without_schema_takes_the_draft_of_its_embedded_declarations(schema, valid, invalid):
+    constraint = tokamata.compile_json_schema(schema, BYTES, property_order="any")
+    oracle = jsonschema.Draft4Validator(schema)
+    for value in valid:
+        assert oracle.is_valid(value), f"table wrong: jsonschema rejects {value!r}"
+        assert accepts(constraint, value), (schema, value)
+    for value in invalid:
+        assert not oracle.is_valid(value), f"table wrong: jsonschema accepts {value!r}"
+        assert not accepts(constraint, value), (schema, value)
+
+
+def test_a_default_draft_given_by_the_caller_is_not_overridden():
+    from tokamata.syntax.json_schema import schema_to_grammar
+    schema = INFERRED_DRAFT_TABLE[0][0]
+    with pytest.raises(tokamata.Unsupported, match="drafts are not mixed"):
+        schema_to_grammar(schema, default_draft="2020-12")
 
 
 META = "https://json-schema.org/draft/2020-12/schema"

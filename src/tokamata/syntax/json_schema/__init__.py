@@ -66,11 +66,13 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
                       strict: bool = False, approximate: Iterable[str] = frozenset(),
                       ignore_unknown_formats: bool = False, property_order: str = "schema",
                       indent: int = 2, max_whitespace: int = 20,
-                      default_draft: int | str = "2020-12",
+                      default_draft: int | str | None = None,
                       registry: Optional[Mapping[str, Any]] = None) -> tuple[Grammar, Report]:
     """Compile a JSON Schema (a dict/bool, or its JSON text) to a grammar and a report.
 
-    ``$schema`` selects the draft; ``default_draft`` applies when it is absent.
+    The root's ``$schema`` selects the draft; ``default_draft`` applies when it is absent.
+    Without either, the draft that every embedded ``$schema`` names decides (a draft-4
+    document often declares it only in its definitions), else 2020-12.
     ``registry`` maps absolute URIs to schema documents (dicts/bools) that ``$ref`` /
     ``$dynamicRef`` may point to, with their anchors and JSON pointers; a registered document
     is of the schema's draft. Nothing is fetched: a reference to an unregistered document
@@ -94,7 +96,7 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
         except ValueError as error:
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
     report = Report()
-    document = Document(schema, draft_number(default_draft), registry)
+    document = Document(schema, None if default_draft is None else draft_number(default_draft), registry)
     expander = Expander(document, options, limits, report)
     emitter = Emitter(expander, options, limits, report)
     grammar = emitter.build(expander.conj(()), source or _short(schema))

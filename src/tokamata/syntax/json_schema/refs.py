@@ -1,6 +1,10 @@
 """Schema documents: the draft, subschema locations, ``$id`` scopes, anchors and ``$ref``.
 
 Invariants:
+- The document has one draft: its root's ``$schema``; else the caller's default; else (the
+  specification leaves a root without ``$schema`` to the implementation) the draft every
+  embedded ``$schema`` declaration names, when they agree, and 2020-12 otherwise. An embedded
+  ``$schema`` of another draft than the document's is refused (drafts are never mixed).
 - A *path* addresses a subschema from its document's root (a tuple of keys and indices);
   ``pointer(path)`` is its JSON pointer, used in every message. A *location* is a path with
   the dynamic context it is evaluated in (see ``$dynamicRef`` below; empty unless the
@@ -161,12 +165,29 @@ class Document:
     """One schema document with its resources, anchors and locations, and the registered
     documents it refers to."""
 
-    def __init__(self, schema: Any, default_draft: int = 2020,
+    def __init__(self, schema: Any, default_draft: Optional[int] = None,
                  registry: Optional[Mapping[str, Any]] = None):
         self.root = schema
         self.registry = _registry(registry)
         self.ignored: frozenset[str] = frozenset()  # keywords of vocabularies the dialect leaves out
-        self.draft = self._dialect(schema, default_draft)
+        declared = isinstance(schema, dict) and "$schema" in schema
+        self.draft = self._dialect(schema, 2020 if default_draft is None else default_draft)
+        #: the root names no draft and the caller gave none: the embedded declarations may decide
+        self._inferring = not declared and default_draft is None
+        self._embedded: dict[int, Path] = {}  # draft of an embedded $schema -> its first path
+        self._reset()
+        self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
+        if self._embedded:
+            # The specification leaves a document whose root has no $schema to the
+            # implementation: read it in the draft its embedded declarations agree on (a
+            # declaration of any other draft, or two of them, is still refused below).
+            self.draft = next(iter(self._embedded)) if len(self._embedded) == 1 else self.draft
+            self._inferring = False
+            self._reset()
+            self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
+        self.resources.setdefault(urldefrag(_DEFAULT_BASE)[0], ())
+
+    def _reset(self) -> None:
         self.resources: dict[str, Path] = {}   # absolute URI without fragment -> path
         self.anchors: dict[str, Path] = {}     # absolute URI with "#name" -> path
         self.dynamic_anchors: dict[Path, dict[str, Path]] = {}  # resource root -> name -> path
@@ -176,8 +197,6 @@ class Document:
         self._loaded: dict[str, int] = {}      # registry URI -> its draft, once walked
         self._ids: dict[tuple[Path, Context], int] = {}
         self._locations: list[tuple[Path, Context]] = []
-        self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
-        self.resources.setdefault(urldefrag(_DEFAULT_BASE)[0], ())
 
     def _dialect(self, schema: Any, default: int) -> int:
         """The draft of the document; a registered meta-schema's vocabularies set ``ignored``."""
@@ -227,6 +246,9 @@ class Document:
         if path == () or (len(path) == 1 and isinstance(path[0], Remote)):
             self.resources.setdefault(urldefrag(base)[0], path)
         elif _draft_of(schema, draft, path) != draft:
+            if self._inferring:
+                self._embedded.setdefault(_draft_of(schema, draft, path), path)
+                return
             # validators apply an embedded dialect to its subschema (draft 4's "integer"
             # refuses 1.0, say): refused rather than read in the document's draft
             raise unsupported("$schema", path, f"an embedded $schema of draft {_draft_of(schema, draft, path)} "
