@@ -80,7 +80,7 @@ std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std:
                                            U8Array class_map, int32_t num_classes, U8Array initial_accepting,
                                            I64Keys initial_keys, I32Array eos_ids, int32_t max_states,
                                            nb::object expand, std::shared_ptr<TokenSlices> slices,
-                                           nb::object text_depth) {
+                                           nb::object text_depth, nb::object key) {
   if (slices && &slices->full() != trie.get()) throw nb::value_error("slices were built over another trie");
   if (initial_keys.shape(0) != initial_accepting.shape(0)) throw nb::value_error("one key per initial state");
   if (class_map.shape(0) != 256) throw nb::value_error("class_map must have 256 entries");
@@ -90,6 +90,12 @@ std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std:
   LazyDfa::Expander expander = [inner, slot](int32_t s, int32_t c) { inner(s, c); };
   auto dfa = std::make_unique<LazyDfa>(class_map.data(), num_classes, max_states, expander);
   *slot = dfa.get();
+  if (!key.is_none()) {
+    dfa->set_key_function([key](int32_t state) {
+      nb::gil_scoped_acquire acquire;
+      return nb::cast<int64_t>(key(state));
+    });
+  }
   dfa->add_states(initial_accepting.data(), initial_keys.data(), static_cast<int32_t>(initial_accepting.shape(0)));
   std::vector<int32_t> eos(eos_ids.data(), eos_ids.data() + eos_ids.shape(0));
   std::function<int32_t(int32_t)> text_depth_fn;
@@ -245,7 +251,7 @@ NB_MODULE(_core, m) {
   nb::class_<RegexCore>(m, "RegexCore")
       .def(nb::new_(&make_regex_core), "trie"_a, "shared_rows"_a.none(), "class_map"_a, "num_classes"_a,
            "initial_accepting"_a, "initial_keys"_a, "eos_ids"_a, "max_states"_a, "expand"_a,
-           "slices"_a.none() = nb::none(), "text_depth"_a.none() = nb::none())
+           "slices"_a.none() = nb::none(), "text_depth"_a.none() = nb::none(), "key"_a.none() = nb::none())
       .def_prop_ro("num_states", &RegexCore::num_states)
       .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows);
 

@@ -45,7 +45,10 @@ class RegexCore:
                  num_classes: int, initial_accepting: npt.NDArray[np.uint8], initial_keys: npt.NDArray[np.int64],
                  eos_ids: npt.NDArray[np.int32], max_states: int,
                  expand: Callable[[int, int, int], tuple[bytes, bytes, bytes]],
-                 slices: TokenSlices | None = None, text_depth: Callable[[int], int] | None = None) -> None: ...
+                 slices: TokenSlices | None = None, text_depth: Callable[[int], int] | None = None,
+                 key: Callable[[int], int] | None = None) -> None:
+        """``key(state)``: the structural key of a state whose key was given as ``KEY_LATER``
+        (the minimum int64), asked the first time a row or boundary list needs it."""
     @property
     def num_states(self) -> int: ...
     @property

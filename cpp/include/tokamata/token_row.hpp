@@ -17,6 +17,9 @@
 //   across constraints through the vocabulary's SharedRowCache, keyed by the expression's
 //   structural id (state_keys). A state whose row came from there may still be unexpanded;
 //   consume then expands along the token (advance_expanding, under compute_mu_).
+// - A state's key may be given as kKeyLater: it is then asked of the key function the first
+//   time a row or boundary list needs it (under compute_mu_), since most states are never the
+//   root of a walk and some keys cost a derivative-engine pass to compute.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -33,6 +36,7 @@ namespace tokamata {
 
 constexpr int32_t kDead = -1;
 constexpr int32_t kUnknown = -2;
+constexpr int64_t kKeyLater = INT64_MIN;
 
 class LimitError : public std::runtime_error {
  public:
@@ -44,6 +48,7 @@ class LazyDfa {
   // expand(state, cls) must call set_entries(state, first, last, target) with
   // first <= cls <= last (and add_states first for new states).
   using Expander = std::function<void(int32_t state, int32_t cls)>;
+  using KeyFunction = std::function<int64_t(int32_t state)>;
 
   LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_states, Expander expand);
 
@@ -75,7 +80,18 @@ class LazyDfa {
 
   void add_states(const uint8_t* accepting, const int64_t* keys, int32_t count);
   void set_entries(int32_t state, int32_t first, int32_t last, int32_t target);
-  int64_t key(int32_t state) const { return keys_[state]; }
+  // The state's structural key (computed through the key function if it was deferred).
+  int64_t key(int32_t state) {
+    int64_t found = keys_[state];
+    if (found == kKeyLater) {
+      if (!key_function_) throw std::logic_error("a deferred state key without a key function");
+      found = key_function_(state);
+      if (found == kKeyLater) throw std::logic_error("the key function deferred a key again");
+      keys_[state] = found;
+    }
+    return found;
+  }
+  void set_key_function(KeyFunction key_function) { key_function_ = std::move(key_function); }
 
  private:
   static constexpr int32_t kBlockStates = 64;
@@ -88,6 +104,7 @@ class LazyDfa {
   std::vector<uint8_t> accepting_;                  // reserved once for max_states
   std::vector<int64_t> keys_;                       // structural key per state, reserved once
   Expander expand_;
+  KeyFunction key_function_;
 };
 
 struct TokenRow {

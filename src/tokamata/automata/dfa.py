@@ -29,6 +29,8 @@ from ..limits import Limits
 from . import derivatives as d
 
 DEAD = -1
+#: a structural key deferred to the C++ core's key callback (``RegexCore(key=...)``)
+KEY_LATER = int(np.iinfo(np.int64).min)
 _ALL_BYTES = np.arange(256)
 
 
@@ -245,11 +247,15 @@ class LazyByteDfa:
             return state
 
     def state_records(self, first: int) -> tuple[bytes, bytes]:
-        """Accepting flags and structural keys (int64 bytes) of ``states[first:]``."""
+        """Accepting flags and structural keys (int64 bytes) of ``states[first:]``. Keys made
+        by ``key_of`` are deferred (``KEY_LATER``): the core asks :meth:`key` for the few
+        states that root a walk."""
         new = self.states[first:]
-        key_of = self._key_of
-        keys = [n.id for n in new] if key_of is None else [key_of(n) for n in new]
-        return bytes([1 if n.nullable else 0 for n in new]), array("q", keys).tobytes()
+        if self._key_of is None:
+            keys = array("q", [n.id for n in new])
+        else:
+            keys = array("q", [KEY_LATER]) * len(new)
+        return bytes([1 if n.nullable else 0 for n in new]), keys.tobytes()
 
     def expand(self, state: int) -> list[int]:
         """The whole row of ``state`` (every interval computed)."""

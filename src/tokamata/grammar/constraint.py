@@ -85,7 +85,7 @@ class GrammarConstraint:
             np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
             np.asarray([dfa.key(0)], dtype=np.int64),
             np.asarray(self.eos, dtype=np.int32), limits.max_dfa_states, dfa.expand_for_core,
-            slices=core_slices(vocab), text_depth=text_depth_callback(dfa))
+            slices=core_slices(vocab), text_depth=text_depth_callback(dfa), key=dfa.key)
         ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
         ignored[list(self.ignore)] = 1
         self._lock = threading.RLock()
