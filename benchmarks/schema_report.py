@@ -254,7 +254,7 @@ def render(run: Run, s: dict[str, Any]) -> str:
           + f"), {n_tests:,} instances. Estimates for all of MaskBench weight each file by schemas / sampled.")
     a("")
     a(f"**Options**: tokamata `compile_json_schema(schema, vocab, whitespace=\"{args.tokamata_whitespace}\", "
-      f"property_order=\"{args.tokamata_property_order}\")` (draft from `$schema`, default 2020-12), its caches "
+      f"property_order=\"{args.tokamata_property_order}\")` (draft from the root's `$schema`, else the one its embedded `$schema` declarations agree on, else 2020-12), its caches "
       + ("kept across schemas (`--keep-caches`: TTFM is not a fresh compile)" if args.keep_caches
          else "cleared with `tokamata.clear_caches(vocab)` before every compile") + "; llguidance "
       "`LLMatcher.grammar_from_json_schema(schema)` (default options: flexible whitespace); xgrammar "
@@ -383,7 +383,7 @@ def _tokamata_sections(run: Run, t: EngineSummary, a) -> None:
     a("## tokamata vs the instance labels")
     a("")
     a("Each disagreement with MaskBench's label, with what Python `jsonschema` says under tokamata's draft "
-      "(`$schema`, default 2020-12; MaskBench's labels came from draft-07 defaults) with formats asserted.")
+      "(root `$schema`, else the embedded declarations' draft, else 2020-12; MaskBench's labels came from draft-07 defaults) with formats asserted.")
     for title, items in (("Invalid instances accepted", [(cid, k, None, "") for cid, k in t.invalid_accepted_list]),
                          ("Valid instances refused", t.valid_refused_list)):
         a("")

@@ -20,7 +20,8 @@ schema. A walk cut by its step cap is not judged, nor one stopped by ``LimitExce
   judged further: tokamata does not enforce unique keys (documented in
   ``tokamata.syntax.json_schema``) and Python's ``json`` would silently keep the last value.
 - Validation: ``jsonschema.validators.validator_for(schema)`` (``$schema`` decides, default
-  2020-12, tokamata's default too), formats asserted with the validator's ``FORMAT_CHECKER``
+  2020-12, tokamata's default too; a root without ``$schema`` whose embedded declarations
+  agree on a draft is validated in that draft, as tokamata reads it), formats asserted with the validator's ``FORMAT_CHECKER``
   (formats whose checker needs a missing optional package pass unchecked), and a reference
   registry that never goes to the network (remote references fail to resolve).
 
@@ -152,13 +153,23 @@ def _refuse_remote(uri: str):
 
 
 def validator(schema: Any) -> Any:
-    """A ``jsonschema`` validator for ``schema``: its draft from ``$schema`` (default 2020-12),
-    formats asserted, no network."""
+    """A ``jsonschema`` validator for ``schema``: its draft from ``$schema`` (else the draft
+    its embedded declarations agree on, else 2020-12), formats asserted, no network."""
     import referencing
     from jsonschema.validators import validator_for
     from jsonschema_specifications import REGISTRY
 
     cls = validator_for(schema)
+    if isinstance(schema, dict) and "$schema" not in schema:  # the draft tokamata reads it in
+        import jsonschema
+        from tokamata.errors import TokamataError
+        from tokamata.syntax.json_schema.refs import Document
+        try:
+            draft = Document(schema).draft
+        except TokamataError:
+            draft = 2020
+        cls = {4: jsonschema.Draft4Validator, 6: jsonschema.Draft6Validator, 7: jsonschema.Draft7Validator,
+               2019: jsonschema.Draft201909Validator}.get(draft, cls)
     registry = REGISTRY.combine(referencing.Registry(retrieve=_refuse_remote))
     return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
 
