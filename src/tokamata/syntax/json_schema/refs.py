@@ -174,7 +174,7 @@ class Document:
         self.draft = self._dialect(schema, 2020 if default_draft is None else default_draft)
         #: the root names no draft and the caller gave none: the embedded declarations may decide
         self._inferring = not declared and default_draft is None
-        self._embedded: dict[int, Path] = {}  # draft of an embedded $schema -> its first path
+        self._embedded: set[int] = set()  # drafts of the embedded $schema declarations seen
         self._reset()
         self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
         if self._embedded:
@@ -247,7 +247,7 @@ class Document:
             self.resources.setdefault(urldefrag(base)[0], path)
         elif _draft_of(schema, draft, path) != draft:
             if self._inferring:
-                self._embedded.setdefault(_draft_of(schema, draft, path), path)
+                self._embedded.add(_draft_of(schema, draft, path))
                 return
             # validators apply an embedded dialect to its subschema (draft 4's "integer"
             # refuses 1.0, say): refused rather than read in the document's draft
