@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
@@ -11,7 +12,9 @@
 #include <cstring>
 #include <string>
 
+#include "tokamata/derivative_dfa.hpp"
 #include "tokamata/earley.hpp"
+#include "tokamata/expr_arena.hpp"
 #include "tokamata/grammar_walk.hpp"
 #include "tokamata/matcher_core.hpp"
 #include "tokamata/token_row.hpp"
@@ -107,6 +110,27 @@ std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std:
   }
   return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos),
                                      std::move(slices), std::move(text_depth_fn));
+}
+
+// A RegexCore over a native lexer DFA: expansions, keys and text depths run in C++ (no
+// callback into Python, except for the arena's foreign nodes).
+std::shared_ptr<RegexCore> make_native_core(std::shared_ptr<TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
+                                            std::shared_ptr<DerivativeDfa> lexer, I32Array eos_ids,
+                                            int32_t max_states, std::shared_ptr<TokenSlices> slices) {
+  if (slices && &slices->full() != trie.get()) throw nb::value_error("slices were built over another trie");
+  nb::gil_scoped_release release;
+  auto slot = std::make_shared<LazyDfa*>(nullptr);
+  LazyDfa::Expander expander = [lexer, slot](int32_t s, int32_t c) { lexer->expand(**slot, s, c); };
+  auto dfa = std::make_unique<LazyDfa>(lexer->class_map(), lexer->num_classes(), max_states, expander);
+  *slot = dfa.get();
+  dfa->set_key_function([lexer](int32_t s) { return lexer->key(s); });
+  const std::vector<uint8_t> flags = lexer->accepting_from(0);
+  const std::vector<int64_t> keys(flags.size(), kKeyLater);
+  dfa->add_states(flags.data(), keys.data(), static_cast<int32_t>(flags.size()));
+  std::vector<int32_t> eos(eos_ids.data(), eos_ids.data() + eos_ids.shape(0));
+  std::function<int32_t(int32_t)> text_depth = [lexer](int32_t s) { return lexer->text_depth(s); };
+  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos),
+                                     std::move(slices), std::move(text_depth));
 }
 
 const TokenRow* row_of(MatcherCore& m) {
@@ -205,6 +229,14 @@ NB_MODULE(_core, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+    } catch (const ExpansionLimit& e) {
+      nb::object error = nb::module_::import_("tokamata.errors").attr("LimitExceeded");
+      auto number = [](double x) -> nb::object {
+        if (x == static_cast<double>(static_cast<int64_t>(x))) return nb::int_(static_cast<int64_t>(x));
+        return nb::float_(x);
+      };
+      nb::object instance = error(e.name, number(e.value), number(e.bound));
+      PyErr_SetObject(error.ptr(), instance.ptr());
     } catch (const LimitError& e) {
       PyErr_SetString(PyExc_OverflowError, e.what());
     } catch (const std::out_of_range& e) {
@@ -254,6 +286,126 @@ NB_MODULE(_core, m) {
            "slices"_a.none() = nb::none(), "text_depth"_a.none() = nb::none(), "key"_a.none() = nb::none())
       .def_prop_ro("num_states", &RegexCore::num_states)
       .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows);
+
+  m.def("native_regex_core", &make_native_core, "trie"_a, "shared_rows"_a.none(), "lexer"_a, "eos_ids"_a,
+        "max_states"_a, "slices"_a.none() = nb::none());
+
+  // The native derivative engine (automata/native.py is its client). Node ids are int32.
+  // Every call drops the GIL before taking the arena's mutex (the foreign callback takes the
+  // GIL while the mutex is held).
+  using Release = nb::call_guard<nb::gil_scoped_release>;
+  nb::class_<ExprArena>(m, "ExprArena")
+      .def(nb::new_([]() { return std::make_shared<ExprArena>(); }))
+      .def("import_nodes", [](ExprArena& a, I32Array records) {
+        std::vector<int32_t> ids;
+        {
+          nb::gil_scoped_release release;
+          std::lock_guard<std::recursive_mutex> lock(a.mutex());
+          try {
+            ids = a.import_nodes(records.data(), records.shape(0));
+          } catch (const std::invalid_argument& e) {
+            nb::gil_scoped_acquire acquire;
+            throw nb::value_error(e.what());
+          }
+        }
+        return ids;
+      }, "records"_a)
+      .def("set_foreign_derivative", [](ExprArena& a, nb::object callback) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        a.set_foreign_derivative([callback](int32_t handle, int32_t byte) {
+          nb::gil_scoped_acquire acquire;
+          return nb::cast<int32_t>(callback(handle, byte));
+        });
+      }, "callback"_a)
+      .def("set_search_budget", [](ExprArena& a, int64_t budget) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        a.set_search_budget(budget);
+      }, "budget"_a, Release())
+      .def("derivative", [](ExprArena& a, int32_t node, int32_t byte) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return a.derivative(node, byte);
+      }, "node"_a, "byte"_a, Release())
+      .def("cuts", [](ExprArena& a, int32_t node) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        const std::vector<uint8_t>& found = a.cuts(a.check(node));
+        return std::vector<int32_t>(found.begin(), found.end());
+      }, "node"_a, Release())
+      .def("first_bytes", [](ExprArena& a, int32_t node) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        const ExprArena::ByteMask& mask = a.first_bytes(a.check(node));
+        std::vector<int32_t> bytes;
+        for (int32_t b = 0; b < 256; ++b) {
+          if ((mask[b >> 6] >> (b & 63)) & 1) bytes.push_back(b);
+        }
+        return bytes;
+      }, "node"_a, Release())
+      .def("nullable", [](ExprArena& a, int32_t node) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return a.nullable(node);
+      }, "node"_a, Release())
+      .def("kind", [](ExprArena& a, int32_t node) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return static_cast<int32_t>(a.kind(node));
+      }, "node"_a, Release())
+      .def("end_marks", [](ExprArena& a, int32_t node) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return a.end_marks(node);
+      }, "node"_a, Release())
+      .def("untagged", [](ExprArena& a, int32_t node) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return a.untagged(a.check(node));
+      }, "node"_a, Release())
+      .def("text_depth", [](ExprArena& a, int32_t node) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return a.text_depth(node);
+      }, "node"_a, Release())
+      .def("alternation", [](ExprArena& a, const std::vector<int32_t>& members) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        for (int32_t m : members) a.check(m);
+        return a.alternation(members.data(), members.size());
+      }, "members"_a, Release())
+      .def_prop_ro("size", [](ExprArena& a) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return a.size();
+      })
+      .def_prop_ro("derivative_calls", [](ExprArena& a) {
+        std::lock_guard<std::recursive_mutex> lock(a.mutex());
+        return a.derivative_calls();
+      });
+
+  nb::class_<DerivativeDfa>(m, "DerivativeDfa")
+      .def(nb::new_([](std::shared_ptr<ExprArena> arena, I32Array class_starts, int64_t key_base, int32_t max_states,
+                       double max_seconds) {
+        if (class_starts.shape(0) == 0 || class_starts.shape(0) > 256) throw nb::value_error("1 to 256 class starts");
+        try {
+          return std::make_shared<DerivativeDfa>(std::move(arena), class_starts.data(),
+                                                 static_cast<int32_t>(class_starts.shape(0)), key_base, max_states,
+                                                 max_seconds);
+        } catch (const std::invalid_argument& e) {
+          throw nb::value_error(e.what());
+        }
+      }), "arena"_a, "class_starts"_a, "key_base"_a, "max_states"_a, "max_seconds"_a)
+      .def("intern_state", &DerivativeDfa::intern_state, "node"_a, Release())
+      .def("step", &DerivativeDfa::step, "state"_a, "byte"_a, Release())
+      .def("ends", &DerivativeDfa::ends, "state"_a, Release())
+      .def("key", &DerivativeDfa::key, "state"_a, Release())
+      .def("text_depth", &DerivativeDfa::text_depth, "state"_a, Release())
+      .def("accepting", &DerivativeDfa::accepting, "state"_a, Release())
+      .def("node", &DerivativeDfa::node, "state"_a, Release())
+      .def("accepting_from", [](DerivativeDfa& d, int32_t first) {
+        std::vector<uint8_t> flags;
+        {
+          nb::gil_scoped_release release;
+          flags = d.accepting_from(first);
+        }
+        return nb::bytes(reinterpret_cast<const char*>(flags.data()), flags.size());
+      }, "first"_a)
+      .def_prop_ro("num_states", [](DerivativeDfa& d) {
+        nb::gil_scoped_release release;
+        return d.num_states();
+      })
+      .def_prop_ro("num_classes", &DerivativeDfa::num_classes)
+      .def_prop_ro("elapsed_seconds", &DerivativeDfa::elapsed_seconds);
 
   nb::class_<SharedEventCache>(m, "SharedEventCache")
       .def(nb::new_([](size_t max_lists) { return std::make_shared<SharedEventCache>(max_lists); }), "max_lists"_a)

@@ -305,11 +305,17 @@ def test_lexer_rows_shared_across_grammars_whatever_the_terminal_index():
     assert m2.allowed_tokens().tolist() == inside
     assert cache.size == before  # the row came from the first grammar
     assert m2.consume(3) and m2.consume(4) and m2.is_accepting()  # "ab" then 'a"'
-    # keys are deferred (KEY_LATER) and computed only for the states a walk starts from
-    for constraint in (first, second):
-        assert 0 < len(constraint.lexer._untagged_ids) < constraint.lexer.dfa.num_states
+    # the key of a lexer state is its untagged language: the string's inside state has one
+    # key in both grammars, whatever the terminal's index
+    inside_first = first.lexer.step(first.lexer.step(first.lexer.start(frozenset({3})), ord('"')), ord("a"))
+    inside_second = second.lexer.step(second.lexer.step(second.lexer.start(frozenset({0})), ord('"')), ord("a"))
+    assert first.lexer.dfa.key(inside_first) == second.lexer.dfa.key(inside_second)
+    assert first.lexer.ends(first.lexer.step(inside_first, ord('"'))) == (3,)
+    assert second.lexer.ends(second.lexer.step(inside_second, ord('"'))) == (0,)
     tagged = d.alternation(d.tagged(body, 3), d.tagged(body, 5), d.tagged(lit("x"), 1))
     assert untagged(tagged) is d.alternation(body, lit("x"))
+    bridge = first.lexer.bridge
+    assert bridge.arena.untagged(bridge.to_arena(tagged)) == bridge.to_arena(d.alternation(body, lit("x")))
 
 
 @pytest.mark.parametrize("rules, message", [

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +42,18 @@ constexpr int64_t kKeyLater = INT64_MIN;
 class LimitError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A limit crossed while expanding a DFA natively: raised in Python as tokamata.LimitExceeded
+// (name, value, bound) wherever it surfaces.
+class ExpansionLimit : public LimitError {
+ public:
+  ExpansionLimit(std::string name, double value, double bound)
+      : LimitError(name + " " + std::to_string(value) + " " + std::to_string(bound)),
+        name(std::move(name)), value(value), bound(bound) {}
+  std::string name;
+  double value;
+  double bound;
 };
 
 class LazyDfa {

@@ -47,7 +47,7 @@ class Expr:
     """An interned byte-level regular expression. Build with the module's constructors."""
 
     __slots__ = ("kind", "args", "nullable", "id", "_derivatives", "_cuts", "_highs", "_ends", "_longest",
-                 "_infinite", "_leaf_cuts", "_first", "__weakref__")
+                 "_infinite", "_leaf_cuts", "_first", "_native", "__weakref__")
 
     def __init__(self, kind: int, args: tuple, nullable: bool, ident: int):
         self.kind = kind
@@ -65,6 +65,7 @@ class Expr:
         self._infinite: bool | None = None  # .boolean._infinite()
         self._leaf_cuts: int | None = None  # .dfa.global_class_starts()
         self._first: int | None = None  # first_bytes()
+        self._native: int | None = None  # .native: the node's arena id (with its generation)
 
     def __repr__(self) -> str:
         return f"Expr#{self.id}({_describe(self)})"
@@ -98,6 +99,7 @@ def clear_interned() -> int:
         _tables[_EPSILON][()] = EPSILON
         utf8_char.cache_clear()
         _boolean.clear()
+        _native.reset()
     return count
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
@@ -593,3 +595,4 @@ def _describe(node: Expr, depth: int = 0) -> str:
 from .boolean import (_boolean_derivative, _describe_boolean, decimal_multiple, difference,  # noqa: E402
                       intersection)
 from . import boolean as _boolean  # noqa: E402
+from . import native as _native  # noqa: E402

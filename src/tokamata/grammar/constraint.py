@@ -30,7 +30,7 @@ from ..automata.dfa import DEAD
 from ..errors import InvalidArgument, LimitExceeded
 from ..limits import DEFAULT_LIMITS, Limits
 from ..trie import core_trie, shared_events, shared_rows
-from ..slices import core_slices, text_depth_callback
+from ..slices import core_slices
 from .earley import EarleyParser, limit_error
 from .ir import Grammar, check_grammar
 from .lexer import Lexer
@@ -79,13 +79,9 @@ class GrammarConstraint:
                     specials.setdefault(token, []).append(index)
         self._special_tokens = {token: tuple(ts) for token, ts in specials.items()}
         self._special_terminals = frozenset(special_terminals)
-        dfa = self.lexer.dfa
-        self._regex_core = _core.RegexCore(
-            core_trie(vocab), shared_rows(vocab), dfa.class_map, dfa.num_classes,
-            np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
-            np.asarray([dfa.key(0)], dtype=np.int64),
-            np.asarray(self.eos, dtype=np.int32), limits.max_dfa_states, dfa.expand_for_core,
-            slices=core_slices(vocab), text_depth=text_depth_callback(dfa), key=dfa.key)
+        self._regex_core = _core.native_regex_core(
+            core_trie(vocab), shared_rows(vocab), self.lexer.dfa, np.asarray(self.eos, dtype=np.int32),
+            limits.max_dfa_states, slices=core_slices(vocab))
         ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
         ignored[list(self.ignore)] = 1
         self._lock = threading.RLock()
@@ -123,7 +119,7 @@ class GrammarConstraint:
     def _start_callback(self, allowed_id: int, known: int):
         """The C++ walk's callback for a lexer start state it has not seen."""
         state = self._start_of(allowed_id)
-        accepting, keys = self.lexer.dfa.state_records(known)
+        accepting, keys = self.lexer.state_records(known)
         return state, accepting, keys
 
     def _ends_callback(self, state: int) -> bytes:
@@ -150,8 +146,8 @@ class GrammarConstraint:
     def _sync(self) -> None:
         """Tell the C++ core about lexer states Python built outside its walks."""
         known = self._core.num_states
-        if self.lexer.dfa.num_states > known:
-            accepting, keys = self.lexer.dfa.state_records(known)
+        if self.lexer.num_states > known:
+            accepting, keys = self.lexer.state_records(known)
             self._core.register_states(known, np.frombuffer(accepting, dtype=np.uint8),
                                        np.frombuffer(keys, dtype=np.int64))
 
@@ -280,7 +276,7 @@ class GrammarConstraint:
 
     @property
     def num_lexer_states(self) -> int:
-        return self.lexer.dfa.num_states
+        return self.lexer.num_states
 
     @property
     def num_parser_states(self) -> int:

@@ -1,5 +1,7 @@
 """The lexer: one lazy byte DFA over all of a grammar's text terminals, each tagged with its
-index, entered at a start state per set of terminals the parser allows.
+index, entered at a start state per set of terminals the parser allows. The DFA is native
+(``_core.DerivativeDfa`` over the arena of :mod:`..automata.native`): the C++ walks expand it
+without calling back into Python.
 
 Invariants:
 - Terminal ``i`` is ``tagged(expr_i, i)``; a lexer state is an interned alternation of such
@@ -9,21 +11,25 @@ Invariants:
 - The DFA's byte classes come from the alternation of every terminal, so they refine the
   classes of every start state and every state reachable from one.
 - A state's key for the vocabulary's shared rows and boundary events is the id of its
-  expression with the tags taken off (``untagged``): a row (tokens that keep some terminal
+  expression with the tags taken off (``untagged``, in the arena, plus the bridge's key base): a row (tokens that keep some terminal
   live) and the boundary nodes (where some terminal may end) do not depend on which terminal
   is which, so the "inside a JSON string" state of every schema shares one row, whatever its
   terminal's index. ``ends(state)`` does depend on the tags and is never shared.
 - ``start(terminals)`` is the state for "a lexeme of one of these terminals begins here"; it
   is ``DEAD`` when none of them is a text terminal. Start states are added to the DFA's state
-  list like any other state; the C++ side learns of them through ``pending_states``.
+  list like any other state; the C++ side learns of them through ``state_records``.
 """
 
 from __future__ import annotations
 
-import functools
+from array import array
 
+import numpy as np
+
+from .. import _core
 from ..automata import derivatives as d
-from ..automata.dfa import DEAD, LazyByteDfa
+from ..automata import native
+from ..automata.dfa import DEAD, KEY_LATER, global_class_starts
 from ..limits import Limits
 from .ir import Grammar
 
@@ -31,44 +37,62 @@ __all__ = ["Lexer"]
 
 
 class Lexer:
+    """A grammar's lexer over its text terminals (a native DFA; see the module docstring).
+
+    >>> from tokamata.grammar.ir import Grammar, Rule, Terminal, nonterminal
+    >>> word = Terminal("WORD", d.repeat(d.byte_set(1 << 97), 1, d.UNBOUNDED))
+    >>> lexer = Lexer(Grammar([word], [Rule(nonterminal(0), (0,))], "start"), Limits())
+    >>> state = lexer.step(lexer.start(frozenset({0})), ord("a"))
+    >>> lexer.ends(state), lexer.step(state, ord("b"))
+    ((0,), -1)
+    """
+
     def __init__(self, grammar: Grammar, limits: Limits):
         self.tagged: dict[int, d.Expr] = {
             index: d.tagged(terminal.expr, index)
             for index, terminal in enumerate(grammar.terminals) if terminal.expr is not None}
-        self._untagged_ids: dict[int, int] = {}
-        # (a closure over the memo, not a bound method: the DFA must not keep the lexer alive)
-        self.dfa = LazyByteDfa(d.alternation(*self.tagged.values()), limits,
-                               key_of=functools.partial(_untagged_id, self._untagged_ids))
+        self.bridge = native.bridge()
+        # the classes of every terminal's leaves refine those of every state (terminals are
+        # imported into the arena only when a start state first needs them)
+        starts = global_class_starts(d.alternation(*self.tagged.values()))
+        self.dfa = _core.DerivativeDfa(self.bridge.arena, np.asarray(starts, dtype=np.int32), self.bridge.key_base,
+                                       limits.max_dfa_states, limits.max_compile_seconds)
         self._starts: dict[frozenset[int], int] = {}
+        self._ends: dict[int, tuple[int, ...]] = {}
 
     def start(self, terminals: frozenset[int]) -> int:
         """The start state for a lexeme of one of ``terminals`` (non-text ones are skipped)."""
         state = self._starts.get(terminals)
         if state is None:
             expr = d.alternation(*(self.tagged[t] for t in terminals if t in self.tagged))
-            state = DEAD if expr is d.NOTHING else self.dfa.intern_state(expr)
+            state = DEAD if expr is d.NOTHING else self.dfa.intern_state(self.bridge.to_arena(expr))
             self._starts[terminals] = state
         return state
 
     def ends(self, state: int) -> tuple[int, ...]:
         """Terminals that may end at ``state``."""
-        return d.end_marks(self.dfa.states[state])
+        found = self._ends.get(state)
+        if found is None:
+            found = self._ends[state] = tuple(self.dfa.ends(state))
+        return found
 
     def step(self, state: int, byte: int) -> int:
+        """The state after ``byte`` (``DEAD``: none)."""
         return self.dfa.step(state, byte)
 
+    @property
+    def num_states(self) -> int:
+        return self.dfa.num_states
 
-def _untagged_id(memo: dict[int, int], node: d.Expr) -> int:
-    """The id of ``node`` without its terminals' tags (the state's shared-row key)."""
-    found = memo.get(node.id)
-    if found is None:
-        found = memo[node.id] = untagged(node).id
-    return found
+    def state_records(self, first: int) -> tuple[bytes, bytes]:
+        """Accepting flags and (deferred) keys of the states from ``first`` on, for the core."""
+        accepting = self.dfa.accepting_from(first)
+        return accepting, (array("q", [KEY_LATER]) * len(accepting)).tobytes()
 
 
 def untagged(node: d.Expr) -> d.Expr:
     """``node``'s language without terminal tags (lexer states are tagged terminals or
-    alternations of them)."""
+    alternations of them); the Python counterpart of the arena's ``untagged``."""
     if node.kind == d._TAGGED:
         return untagged(node.args[0])
     if node.kind == d._ALT and any(m.kind == d._TAGGED for m in node.args):

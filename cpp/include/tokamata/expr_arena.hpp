@@ -1,0 +1,173 @@
+// Hash-consed byte-level regular expressions with memoized Brzozowski derivatives: the
+// native counterpart of src/tokamata/automata/derivatives.py and boolean.py, in which a
+// grammar's lexer DFA is expanded without calling back into Python.
+//
+// Invariants:
+// - A node is identified by its id: two ids are equal iff the (normalized) nodes are, so an
+//   id keys a DFA state. Ids are dense and never reused; children have smaller ids than
+//   their parents.
+// - Constructors normalize exactly as the Python ones do (right-nested concatenation;
+//   flattened, sorted, deduplicated alternation with its byte sets merged into one; unit and
+//   zero laws; the repetition laws; flattened intersections, (a-b)-c == a-(b|c)), which keeps
+//   the derivatives of any node finitely many. Every node other than NOTHING matches some
+//   string: intersections and differences built here decide emptiness by a search of the
+//   product of their members' derivatives, bounded by search_budget (LimitError
+//   "max_dfa_states value bound").
+// - Nodes come from Python by import_nodes (post-order records, see there) or as
+//   derivatives. The kinds Python keeps (text until a stop string, decimal divisibility, and
+//   intersections/differences over those) are FOREIGN leaves: the facts the native code needs
+//   (nullable, byte classes, first bytes, lengths, text depth) come with them, and their
+//   derivative is asked of a callback, which returns the id of the derivative (imported).
+// - cuts(node) are the bytes (1..255) where the node's derivative may change; the derivative
+//   is memoized per node and per class between two cuts.
+// - Not thread-safe by itself: every caller holds mutex() (a recursive mutex, since the
+//   foreign callback imports nodes on the thread that holds it). Callers drop the Python GIL
+//   before taking it, and the callback takes the GIL back while holding it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tokamata {
+
+enum ExprKind : uint8_t {  // the numbers of derivatives.py where the kinds are the same
+  kNothing = 0,
+  kEpsilon = 1,
+  kBytes = 2,
+  kUtf8 = 3,
+  kConcat = 4,
+  kAlt = 5,
+  kRepeat = 6,
+  kTagged = 7,
+  kAnd = 9,
+  kDiff = 10,
+  kForeign = 12,
+};
+
+class ExprArena {
+ public:
+  using ByteMask = std::array<uint64_t, 4>;
+  // (handle, byte) -> id of the FOREIGN node's derivative
+  using ForeignDerivative = std::function<int32_t(int32_t, int32_t)>;
+  static constexpr int32_t kNothingId = 0;
+  static constexpr int32_t kEpsilonId = 1;
+  static constexpr int32_t kUnbounded = -1;
+  static constexpr int32_t kMaxCodePoint = 0x10FFFF;
+  static constexpr int32_t kTextUnlimited = 1 << 30;  // slices.UNLIMITED
+
+  ExprArena();
+
+  std::recursive_mutex& mutex() { return mutex_; }
+  void set_foreign_derivative(ForeignDerivative callback) { foreign_derivative_ = std::move(callback); }
+  // Product states an intersection/difference emptiness search may visit (Limits.max_dfa_states).
+  void set_search_budget(int64_t budget) { search_budget_ = budget; }
+
+  // Imports nodes given as int32 records in post-order; returns the id of each record. A
+  // reference to a child is an arena id (>= 0) or -1 - i for the i-th record of this batch.
+  //   BYTES:   2, eight 32-bit words of the mask (low first)
+  //   UTF8:    3, pending, n, n (lo, hi) pairs (sorted, disjoint, normalized by Python)
+  //   CONCAT:  4, first, second           ALT: 5, n, n members
+  //   REPEAT:  6, item, low, high         TAGGED: 7, item, tag
+  //   AND:     9, n, n members, foreign, [FACTS]    DIFF: 10, first, second, foreign, [FACTS]
+  //   FOREIGN: 12, FACTS
+  //   FACTS:   handle, nullable, inside_character, infinite, max_length (-1: unbounded),
+  //            text_depth, text_infinite, eight words of first bytes, n cuts, the n cuts
+  // An AND or DIFF is native (foreign = 0, trusted to be non-empty: Python decided) when no
+  // member holds a FOREIGN node, else (foreign = 1) a FOREIGN leaf made from its FACTS.
+  std::vector<int32_t> import_nodes(const int32_t* records, size_t size);
+
+  int32_t byte_set(const ByteMask& mask);
+  int32_t concat(int32_t first, int32_t second);
+  int32_t alternation(const int32_t* members, size_t count);
+  int32_t repeat(int32_t item, int32_t low, int32_t high);
+  int32_t tagged(int32_t item, int32_t tag);
+  int32_t intersection(const int32_t* members, size_t count);
+  int32_t difference(int32_t first, int32_t second);
+
+  int32_t derivative(int32_t node, int32_t byte);
+  const std::vector<uint8_t>& cuts(int32_t node);
+  const ByteMask& first_bytes(int32_t node);
+  // True when every string of the node starts with a UTF-8 continuation byte.
+  bool inside_character(int32_t node);
+  // Sorted tags of the tagged nodes reachable through nullable nodes (terminals ending here).
+  std::vector<int32_t> end_marks(int32_t node);
+  // The node without terminal tags (a lexer state's language).
+  int32_t untagged(int32_t node);
+  // slices.text_depth: every JSON-string-text prefix of at most this many bytes keeps the node
+  // non-empty (kTextUnlimited: any); 0 when nothing is proven.
+  int32_t text_depth(int32_t node);
+
+  size_t size() const { return nodes_.size(); }
+  int32_t check(int32_t node) const;
+  ExprKind kind(int32_t node) const { return nodes_[check(node)].kind; }
+  bool nullable(int32_t node) const { return nodes_[check(node)].nullable; }
+  // Nodes made by derivatives (and imports) so far: a measure for tests and benchmarks.
+  uint64_t derivative_calls() const { return derivative_calls_; }
+
+ private:
+  struct Node {
+    ExprKind kind = kNothing;
+    bool nullable = false;
+    bool has_foreign = false;
+    int32_t a = 0, b = 0, c = 0;     // CONCAT (first, second), REPEAT (item, low, high), TAGGED
+                                     // (item, tag), UTF8 (pending), DIFF (first, second),
+                                     // FOREIGN (handle, facts index)
+    uint32_t offset = 0, count = 0;  // BYTES: mask index; UTF8: range words; ALT/AND: members
+    int32_t cuts = -1;               // index into cuts_
+    int32_t memo = -1;               // offset into memo_: one entry per class of the node
+    int32_t rest = -1;               // REPEAT: the remainder after one item
+    int32_t first = -1;              // index into firsts_
+    int32_t untagged = -1;
+    int64_t longest = -2;            // max length: -2 unknown, -1 unbounded
+    int8_t infinite = -1;            // -1 unknown
+    int32_t depth = -1;              // text depth, -1 unknown
+    int8_t depth_infinite = 0;
+  };
+  struct Facts {
+    bool inside = false, infinite = false, text_infinite = false;
+    int64_t longest = -1;
+    int32_t depth = 0;
+  };
+
+  int32_t intern(Node node, const int32_t* payload, size_t words);
+  int32_t make_utf8(const int32_t* ranges, size_t num_ranges, int32_t pending);
+  int32_t utf8_pending(const std::vector<int32_t>& ranges, int32_t pending, int64_t interval_lo);
+  int32_t any_continuation(int32_t count);
+  int32_t derive(int32_t node, int32_t byte);
+  int32_t utf8_derivative(int32_t node, int32_t byte);
+  std::vector<uint8_t> compute_cuts(int32_t node);
+  std::vector<uint8_t> utf8_cuts(int32_t node) const;
+  void intersect(int32_t node, int64_t lo, int64_t hi, std::vector<int32_t>& out) const;
+  int32_t foreign(const int32_t* facts, size_t& at, size_t size);
+  bool non_empty(ExprKind kind, const std::vector<int32_t>& members);
+  bool exists(ExprKind kind, const std::vector<int32_t>& members);
+  bool infinite(int32_t node);
+  int64_t max_length(int32_t node);
+  std::pair<int32_t, bool> text_depth_of(int32_t node);
+  bool covers_text_characters(int32_t node) const;
+  void collect_marks(int32_t node, std::vector<int32_t>& tags) const;
+
+  std::recursive_mutex mutex_;
+  std::vector<Node> nodes_;
+  std::vector<ByteMask> masks_;
+  std::vector<ByteMask> firsts_;
+  std::vector<Facts> facts_;
+  std::vector<int32_t> payload_;  // UTF8 ranges and ALT/AND members
+  std::vector<std::vector<uint8_t>> cuts_;
+  std::vector<int32_t> memo_;
+  std::unordered_map<std::string, int32_t> index_;
+  std::unordered_map<std::string, bool> emptiness_;  // (kind, members) -> non-empty
+  std::string key_;                                  // scratch
+  ForeignDerivative foreign_derivative_;
+  int64_t search_budget_ = 10000;
+  uint64_t derivative_calls_ = 0;
+};
+
+}  // namespace tokamata

@@ -1,0 +1,187 @@
+// See derivative_dfa.hpp for the invariants; mirrors automata/dfa.py's LazyByteDfa.
+#include "tokamata/derivative_dfa.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace tokamata {
+
+namespace {
+using Lock = std::lock_guard<std::recursive_mutex>;
+using Clock = std::chrono::steady_clock;
+}  // namespace
+
+DerivativeDfa::DerivativeDfa(std::shared_ptr<ExprArena> arena, const int32_t* class_starts, int32_t num_classes,
+                             int64_t key_base, int32_t max_states, double max_seconds)
+    : arena_(std::move(arena)), class_starts_(class_starts, class_starts + num_classes), num_classes_(num_classes),
+      key_base_(key_base), max_states_(max_states), max_seconds_(max_seconds) {
+  if (num_classes <= 0 || num_classes > 256 || class_starts[0] != 0) throw std::invalid_argument("bad class starts");
+  for (int32_t i = 1; i < num_classes; ++i) {
+    if (class_starts[i] <= class_starts[i - 1] || class_starts[i] > 255) throw std::invalid_argument("class starts must increase");
+  }
+  int32_t cls = 0;
+  for (int32_t b = 0; b < 256; ++b) {
+    while (cls + 1 < num_classes && class_starts_[cls + 1] <= b) ++cls;
+    class_map_[b] = static_cast<uint8_t>(cls);
+  }
+}
+
+int32_t DerivativeDfa::num_states() {
+  Lock lock(arena_->mutex());
+  return static_cast<int32_t>(nodes_.size());
+}
+
+int32_t DerivativeDfa::add_state(int32_t node) {
+  auto found = index_.find(node);
+  if (found != index_.end()) return found->second;
+  const int32_t state = static_cast<int32_t>(nodes_.size());
+  if (state >= max_states_) {
+    throw ExpansionLimit("max_dfa_states", static_cast<double>(state + 1), static_cast<double>(max_states_));
+  }
+  nodes_.push_back(node);
+  own_.emplace_back();
+  index_.emplace(node, state);
+  return state;
+}
+
+int32_t DerivativeDfa::intern_state(int32_t node) {
+  Lock lock(arena_->mutex());
+  if (arena_->check(node) == ExprArena::kNothingId) throw std::invalid_argument("intern_state: NOTHING has no state");
+  return add_state(node);
+}
+
+int32_t DerivativeDfa::node(int32_t state) {
+  Lock lock(arena_->mutex());
+  if (state < 0 || static_cast<size_t>(state) >= nodes_.size()) throw std::out_of_range("lexer state out of range");
+  return nodes_[state];
+}
+
+bool DerivativeDfa::accepting(int32_t state) {
+  Lock lock(arena_->mutex());
+  return arena_->nullable(node(state));
+}
+
+DerivativeDfa::Own& DerivativeDfa::own(int32_t state) {
+  Own& found = own_[state];
+  if (found.starts.empty()) {
+    const int32_t node = nodes_[state];
+    const std::vector<uint8_t>& cuts = arena_->cuts(node);
+    found.starts.reserve(cuts.size() + 1);
+    found.starts.push_back(0);
+    found.starts.insert(found.starts.end(), cuts.begin(), cuts.end());
+    found.targets.assign(found.starts.size(), kUnknown);
+    if (arena_->inside_character(node)) {  // only continuation bytes can follow
+      for (size_t i = 0; i < found.starts.size(); ++i) {
+        const int32_t start = found.starts[i];
+        const int32_t end = i + 1 < found.starts.size() ? found.starts[i + 1] : 256;
+        if (end <= 0x80 || start >= 0xC0) found.targets[i] = kDead;
+      }
+    }
+  }
+  return found;
+}
+
+int32_t DerivativeDfa::target(int32_t state, Own& own, size_t interval) {
+  int32_t found = own.targets[interval];
+  if (found != kUnknown) return found;
+  const int32_t node = nodes_[state];
+  const int32_t byte = own.starts[interval];
+  const ExprArena::ByteMask& first = arena_->first_bytes(node);
+  if (!((first[byte >> 6] >> (byte & 63)) & 1)) {
+    found = kDead;
+  } else {
+    const int32_t next = arena_->derivative(node, byte);
+    found = next == ExprArena::kNothingId ? kDead : add_state(next);
+  }
+  own_[state].targets[interval] = found;  // (own may have moved when a state was added)
+  return found;
+}
+
+void DerivativeDfa::charge(double seconds) {
+  elapsed_ += seconds;
+  if (elapsed_ > max_seconds_) throw ExpansionLimit("max_compile_seconds", elapsed_, max_seconds_);
+}
+
+void DerivativeDfa::expand(LazyDfa& dfa, int32_t state, int32_t cls) {
+  Lock lock(arena_->mutex());
+  const auto started = Clock::now();
+  if (state < 0 || static_cast<size_t>(state) >= nodes_.size()) throw std::out_of_range("expand: bad state");
+  own(state);
+  // copies: adding states may move own_
+  const std::vector<uint8_t> starts = own_[state].starts;
+  const size_t count = starts.size();
+  const int32_t start_byte = class_starts_[cls];
+  const size_t requested = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), start_byte) - starts.begin()) - 1;
+  size_t computed;
+  if (start_byte < 0x80) {
+    computed = static_cast<size_t>(std::lower_bound(starts.begin(), starts.end(), 0x80) - starts.begin());
+    for (size_t i = 0; i < computed; ++i) target(state, own_[state], i);
+    if (requested >= computed) target(state, own_[state], requested);
+  } else if (arena_->inside_character(nodes_[state])) {
+    computed = 0;  // mid-character: only the continuation byte the walk met
+    target(state, own_[state], requested);
+  } else {
+    computed = count;
+    for (size_t i = 0; i < count; ++i) target(state, own_[state], i);
+  }
+  const int32_t known = dfa.num_states();
+  const int32_t have = static_cast<int32_t>(nodes_.size());
+  if (have > known) {
+    std::vector<uint8_t> flags;
+    std::vector<int64_t> keys(static_cast<size_t>(have - known), kKeyLater);
+    for (int32_t s = known; s < have; ++s) flags.push_back(arena_->nullable(nodes_[s]) ? 1 : 0);
+    dfa.add_states(flags.data(), keys.data(), have - known);
+  }
+  const std::vector<int32_t>& targets = own_[state].targets;
+  for (size_t i = 0; i < count; ++i) {
+    if (i >= computed && i != requested) continue;
+    const int32_t first = class_map_[starts[i]];
+    const int32_t last = i + 1 < count ? class_map_[starts[i + 1]] - 1 : num_classes_ - 1;
+    dfa.set_entries(state, first, last, targets[i]);
+  }
+  charge(std::chrono::duration<double>(Clock::now() - started).count());
+}
+
+int32_t DerivativeDfa::step(int32_t state, int32_t byte) {
+  Lock lock(arena_->mutex());
+  if (state < 0 || static_cast<size_t>(state) >= nodes_.size()) throw std::out_of_range("step: bad state");
+  if (byte < 0 || byte > 255) throw std::out_of_range("step: bad byte");
+  Own& found = own(state);
+  const size_t interval =
+      static_cast<size_t>(std::upper_bound(found.starts.begin(), found.starts.end(), byte) - found.starts.begin()) - 1;
+  if (found.targets[interval] != kUnknown) return found.targets[interval];
+  const auto started = Clock::now();
+  const int32_t next = target(state, found, interval);
+  charge(std::chrono::duration<double>(Clock::now() - started).count());
+  return next;
+}
+
+int64_t DerivativeDfa::key(int32_t state) {
+  Lock lock(arena_->mutex());
+  return key_base_ + arena_->untagged(node(state));
+}
+
+std::vector<int32_t> DerivativeDfa::ends(int32_t state) {
+  Lock lock(arena_->mutex());
+  return arena_->end_marks(node(state));
+}
+
+int32_t DerivativeDfa::text_depth(int32_t state) {
+  Lock lock(arena_->mutex());
+  return arena_->text_depth(node(state));
+}
+
+std::vector<uint8_t> DerivativeDfa::accepting_from(int32_t first) {
+  Lock lock(arena_->mutex());
+  std::vector<uint8_t> flags;
+  for (size_t s = static_cast<size_t>(std::max(first, 0)); s < nodes_.size(); ++s) {
+    flags.push_back(arena_->nullable(nodes_[s]) ? 1 : 0);
+  }
+  return flags;
+}
+
+}  // namespace tokamata
