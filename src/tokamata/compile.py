@@ -91,7 +91,10 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constrai
 
 def clear_caches(vocab=None) -> None:
     """Release process-wide caches: the interned automaton expressions with their memoized
-    derivatives and, if ``vocab`` is given, the token rows shared by its constraints.
+    derivatives and, if ``vocab`` is given, the token rows shared by its constraints. (The
+    native arena of grammar lexers is released only once it holds more than
+    ``tokamata.automata.native.ARENA_NODES_KEPT`` nodes: expressions the front ends keep
+    across calls, such as formats, keep their native counterparts while it lives.)
 
     Long-running servers that compile many distinct constraints can call this now and then;
     constraints and matchers that exist keep working (they hold what they use), later

@@ -13,7 +13,7 @@ cdef class Expr:
     cdef public object _infinite
     cdef public object _leaf_cuts
     cdef public object _first
-    cdef public object _native
+    cdef public long long _native
     cdef object __weakref__
 
 cpdef Expr _make(int kind, tuple args, bint nullable)

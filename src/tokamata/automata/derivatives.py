@@ -65,7 +65,7 @@ class Expr:
         self._infinite: bool | None = None  # .boolean._infinite()
         self._leaf_cuts: int | None = None  # .dfa.global_class_starts()
         self._first: int | None = None  # first_bytes()
-        self._native: int | None = None  # .native: the node's arena id (with its generation)
+        self._native = 0  # .native: the node's arena id with its generation (0: none yet)
 
     def __repr__(self) -> str:
         return f"Expr#{self.id}({_describe(self)})"

@@ -12,9 +12,10 @@ Invariants:
   arena asks :func:`.derivatives.derivative` for their derivatives through a callback that
   imports the result. The arena's constructors normalize as the Python ones do, so a
   language reached in either space has one node.
-- ``clear_interned()`` (``tokamata.clear_caches``) starts a new bridge: a new arena and
-  generation. Lexers made before keep their arena (and keep working); expressions memoized
-  for an older generation are imported again when used.
+- ``clear_interned()`` (``tokamata.clear_caches``) starts a new bridge (a new arena and
+  generation) once the arena holds more than ``ARENA_NODES_KEPT`` nodes. Lexers made before
+  keep their arena (and keep working); expressions memoized for an older generation are
+  imported again when used.
 - Structural keys of native lexer states are ``key_base`` + node id, where ``key_base``
   (bit 62 and the generation) keeps them apart from the Python engine's keys (expression
   ids, far below 2**62) and from other generations' keys, in the shared row caches.
@@ -40,10 +41,17 @@ _MAX_INT32 = (1 << 31) - 1
 _generations = itertools.count(1)
 
 
+_mask_words: dict[int, array] = {}
+
+
 def _words(mask: int) -> array:
-    """A 256-bit mask as eight int32 words, low first."""
-    words = array("i")
-    words.frombytes(mask.to_bytes(32, "little", signed=False))
+    """A 256-bit mask as eight int32 words, low first (cached: masks repeat)."""
+    words = _mask_words.get(mask)
+    if words is None:
+        words = array("i")
+        words.frombytes(mask.to_bytes(32, "little", signed=False))
+        if len(_mask_words) < 65536:
+            _mask_words[mask] = words
     return words
 
 
@@ -71,93 +79,13 @@ class Bridge:
 
     def to_arena(self, node: d.Expr) -> int:
         """The arena id of ``node`` (imported with every subterm not imported yet)."""
-        mark = self.generation << 33
         found = node._native
-        if found is not None and found >> 33 == self.generation:
+        if found >> 33 == self.generation:
             return found & 0xFFFFFFFF
         # (no lock: the arena dedupes, so a race at worst gives a foreign expression two
         # handles; a Python lock held across the import could deadlock with the foreign
         # callback of a walk that holds the arena's mutex)
-        return self._import(node, mark)
-
-    def _import(self, node: d.Expr, mark: int) -> int:
-        generation = self.generation
-        records = array("i")
-        order: list[d.Expr] = []
-        batch: dict[int, int] = {}  # expression id -> record index
-        foreign_in: dict[int, bool] = {}  # expression id -> holds a foreign leaf
-        CONCAT, ALT, REPEAT, TAGGED = d._CONCAT, d._ALT, d._REPEAT, d._TAGGED
-        stack = [node]
-        while stack:  # post-order without recursion: concatenations may be long
-            top = stack[-1]
-            memo = top._native
-            if (memo is not None and memo >> 33 == generation) or top.id in batch:
-                stack.pop()
-                continue
-            kind = top.kind
-            if kind == CONCAT or kind == ALT or kind == _AND or kind == _DIFF:
-                children = top.args
-            elif kind == REPEAT or kind == TAGGED:
-                children = top.args[:1]
-            else:
-                children = ()
-            missing = [c for c in children
-                       if not ((c._native is not None and c._native >> 33 == generation) or c.id in batch)]
-            if missing:
-                stack.extend(missing)
-                continue
-            stack.pop()
-            refs = []
-            has_foreign = False
-            for c in children:
-                index = batch.get(c.id)
-                if index is None:
-                    refs.append(c._native & 0xFFFFFFFF)
-                    has_foreign = has_foreign or bool((c._native >> 32) & 1)
-                else:
-                    refs.append(-1 - index)
-                    has_foreign = has_foreign or foreign_in[c.id]
-            args = top.args
-            if kind == d._BYTES:
-                records.append(kind)
-                records.extend(_words(args[0]))
-            elif kind == d._UTF8:
-                records.extend((kind, args[1], len(args[0])))
-                for lo, hi in args[0]:
-                    records.extend((lo, hi))
-            elif kind == CONCAT:
-                records.extend((kind, refs[0], refs[1]))
-            elif kind == ALT:
-                records.extend((kind, len(refs)))
-                records.extend(refs)
-            elif kind == REPEAT:
-                records.extend((kind, refs[0], args[1], args[2]))
-            elif kind == TAGGED:
-                records.extend((kind, refs[0], args[1]))
-            elif kind == _AND or kind == _DIFF:
-                if kind == _AND:
-                    records.extend((kind, len(refs)))
-                    records.extend(refs)
-                else:
-                    records.extend((kind, refs[0], refs[1]))
-                records.append(1 if has_foreign else 0)
-                if has_foreign:
-                    self._facts(top, records)
-            elif kind == d._NOTHING or kind == d._EPSILON:
-                records.append(kind)
-            else:  # text until a stop string, decimal divisibility
-                has_foreign = True
-                records.append(_FOREIGN)
-                self._facts(top, records)
-            batch[top.id] = len(order)
-            foreign_in[top.id] = has_foreign
-            order.append(top)
-        if not order:
-            return node._native & 0xFFFFFFFF
-        ids = self.arena.import_nodes(np.frombuffer(records, dtype=np.int32))
-        for expr, ident in zip(order, ids):
-            expr._native = mark | (int(foreign_in[expr.id]) << 32) | ident
-        return node._native & 0xFFFFFFFF
+        return _import(self, node)
 
     def _facts(self, node: d.Expr, records: array) -> None:
         """The FACTS of a foreign leaf (see ExprArena::import_nodes)."""
@@ -178,6 +106,109 @@ class Bridge:
         records.extend(node_cuts)
 
 
+#: ``clear_caches()`` keeps the arena while it holds at most this many nodes (about 100 bytes
+#: each): like the Python expressions that outlive ``clear_interned()`` in the front ends'
+#: caches (formats, key literals, JSON string pieces), whose memoized derivatives are kept
+#: with them, the arena keeps their native counterparts, so a format is imported and derived
+#: once per process, not once per schema.
+ARENA_NODES_KEPT = 400_000
+
+
+def _import(bridge: Bridge, node: d.Expr) -> int:
+    """Import ``node``'s subterms not imported yet in one batch. While the batch is built,
+    its nodes' ``_native`` is negative, ``-1 - (batch << 32 | index << 1 | foreign)``; the
+    arena ids replace it once the arena has them (another thread may import the same nodes
+    meanwhile: its batch number differs, and hash-consing makes the double import harmless)."""
+    generation = bridge.generation
+    mark = generation << 33
+    serial = next(_batches) & 0x3FFFFFFF
+    in_batch = -1 - (serial << 32)  # the marks of this batch are in_batch - (index << 1 | foreign)
+    records = array("i")
+    order: list[d.Expr] = []
+    CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d._CONCAT, d._ALT, d._REPEAT, d._TAGGED, d._BYTES, d._UTF8
+    AND, DIFF = _AND, _DIFF
+    stack = [node]
+    while stack:  # post-order without recursion: concatenations may be long
+        top = stack[-1]
+        memo = top._native
+        if memo >> 33 == generation or (memo < 0 and (in_batch - memo) >> 32 == 0):
+            stack.pop()
+            continue
+        kind = top.kind
+        args = top.args
+        missing = False
+        if kind == CONCAT or kind == ALT or kind == AND or kind == DIFF:
+            for c in args:
+                memo = c._native
+                if memo >> 33 != generation and not (memo < 0 and (in_batch - memo) >> 32 == 0):
+                    stack.append(c)
+                    missing = True
+        elif kind == REPEAT or kind == TAGGED:
+            c = args[0]
+            memo = c._native
+            if memo >> 33 != generation and not (memo < 0 and (in_batch - memo) >> 32 == 0):
+                stack.append(c)
+                missing = True
+        if missing:
+            continue
+        stack.pop()
+        has_foreign = 0
+        if kind == BYTES:
+            records.append(kind)
+            records.extend(_words(args[0]))
+        elif kind == UTF8:
+            records.extend((kind, args[1], len(args[0])))
+            for lo, hi in args[0]:
+                records.append(lo)
+                records.append(hi)
+        elif kind == REPEAT or kind == TAGGED:
+            memo = args[0]._native
+            if memo < 0:
+                local = in_batch - memo
+                has_foreign = local & 1
+                ref = -1 - (local >> 1)
+            else:
+                has_foreign = (memo >> 32) & 1
+                ref = memo & 0xFFFFFFFF
+            if kind == REPEAT:
+                records.extend((kind, ref, args[1], args[2]))
+            else:
+                records.extend((kind, ref, args[1]))
+        elif kind == d._NOTHING or kind == d._EPSILON:
+            records.append(kind)
+        elif kind == CONCAT or kind == ALT or kind == AND or kind == DIFF:
+            records.append(kind)
+            if kind == ALT or kind == AND:
+                records.append(len(args))
+            for c in args:
+                memo = c._native
+                if memo < 0:
+                    local = in_batch - memo
+                    has_foreign |= local & 1
+                    records.append(-1 - (local >> 1))
+                else:
+                    has_foreign |= (memo >> 32) & 1
+                    records.append(memo & 0xFFFFFFFF)
+            if kind == AND or kind == DIFF:
+                records.append(has_foreign)
+                if has_foreign:
+                    bridge._facts(top, records)
+        else:  # text until a stop string, decimal divisibility
+            has_foreign = 1
+            records.append(_FOREIGN)
+            bridge._facts(top, records)
+        top._native = in_batch - ((len(order) << 1) | has_foreign)
+        order.append(top)
+    if order:
+        ids = bridge.arena.import_nodes(np.frombuffer(records, dtype=np.int32))
+        for expr, ident in zip(order, ids):
+            expr._native = mark | (((in_batch - expr._native) & 1) << 32) | ident
+    return node._native & 0xFFFFFFFF
+
+
+_batches = itertools.count()
+
+
 _bridge: Bridge | None = None
 _bridge_lock = threading.Lock()
 
@@ -194,8 +225,10 @@ def bridge() -> Bridge:
     return found
 
 
-def reset() -> None:
-    """Start a new arena with the next use (lexers made before keep theirs)."""
+def reset(force: bool = False) -> None:
+    """Start a new arena with the next use (lexers made before keep theirs), if the current
+    one holds more than :data:`ARENA_NODES_KEPT` nodes or ``force``."""
     global _bridge
     with _bridge_lock:
-        _bridge = None
+        if _bridge is not None and (force or _bridge.arena.size > ARENA_NODES_KEPT):
+            _bridge = None

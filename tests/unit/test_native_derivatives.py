@@ -1,0 +1,138 @@
+"""The native lexer DFA (``_core.DerivativeDfa`` over ``_core.ExprArena``) against the Python
+derivative engine (``automata.dfa.LazyByteDfa``), its reference: on random expressions over
+every kind (byte sets, UTF-8 leaves, concatenation, alternation, bounded and unbounded
+repetition, tags, intersection, difference, and the foreign kinds text-until-stop and decimal
+divisibility), both DFAs are explored in lockstep over one byte of every class. Each Python
+state must have one native state (the arena normalizes as the Python constructors do), with
+the same acceptance, the same dead transitions, the same terminals ending there and the
+same text depth; keys must be equal exactly when the untagged languages are. (A native state
+may stand for two Python states: the arena outlives ``clear_interned()``, after which Python
+rebuilds equal expressions as new nodes; each is checked against it in lockstep.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tokamata import _core
+from tokamata.automata import derivatives as d
+from tokamata.automata import native
+from tokamata.automata.dfa import DEAD, LazyByteDfa, global_class_starts
+from tokamata.grammar.lexer import untagged
+from tokamata.limits import Limits
+from tokamata.slices import UNLIMITED, text_depth
+
+_BYTE_SETS = [d.byte_set(d.byte_mask(chars)) for chars in ("a", "b", "ab", "0123456789", '"', "\\", "a.")]
+_CHARS = [d.utf8_char(((0xE9, 0xE9),)), d.utf8_char(((0x4E00, 0x4E0F), (0x1F600, 0x1F602))),
+          d.utf8_char(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)))]
+_LEAVES = st.sampled_from(_BYTE_SETS + _CHARS + [d.text_until(b'"'), d.text_until("é!".encode()),
+                                                d.decimal_multiple(3, 0), d.decimal_multiple(5, 1)])
+
+
+def _expressions():
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, inner).map(lambda p: d.concat(*p)),
+            st.lists(inner, min_size=2, max_size=3).map(lambda xs: d.alternation(*xs)),
+            st.tuples(inner, st.integers(0, 2), st.sampled_from([1, 3, d.UNBOUNDED])).map(
+                lambda t: d.repeat(t[0], t[1], max(t[1], t[2]) if t[2] != d.UNBOUNDED else t[2])),
+            st.tuples(inner, inner).map(lambda p: d.intersection(*p)),
+            st.tuples(inner, inner).map(lambda p: d.difference(*p)),
+        )
+    return st.recursive(_LEAVES, extend, max_leaves=6)
+
+
+_TERMINALS = st.lists(_expressions().filter(lambda e: e is not d.NOTHING), min_size=1, max_size=3)
+
+
+def _lockstep(tagged: list[d.Expr], max_states: int = 300) -> int:
+    """Explore the Python and the native DFA of the alternation of ``tagged`` together;
+    returns the number of states compared."""
+    root = d.alternation(*tagged)
+    python = LazyByteDfa(root, Limits())
+    bridge = native.bridge()
+    starts = global_class_starts(root)
+    dfa = _core.DerivativeDfa(bridge.arena, np.asarray(starts, dtype=np.int32), bridge.key_base, 100_000, 60.0)
+    pairs = {0: dfa.intern_state(bridge.to_arena(root))}
+    todo = [0]
+    while todo and len(pairs) < max_states:
+        state = todo.pop()
+        mine = pairs[state]
+        node = python.states[state]
+        assert dfa.accepting(mine) == node.nullable
+        assert tuple(dfa.ends(mine)) == d.end_marks(node)
+        assert dfa.text_depth(mine) == min(text_depth(node), UNLIMITED)
+        for byte in starts:
+            theirs = python.step(state, byte)
+            ours = dfa.step(mine, byte)
+            assert (theirs == DEAD) == (ours == DEAD), (node, byte)
+            if theirs == DEAD:
+                continue
+            known = pairs.get(theirs)
+            if known is None:
+                pairs[theirs] = ours
+                todo.append(theirs)
+            else:
+                assert known == ours, "one Python state has two native states"
+    keys: dict[int, set] = {}
+    for state, mine in pairs.items():
+        keys.setdefault(untagged(python.states[state]).id, set()).add(dfa.key(mine))
+    assert all(len(found) == 1 for found in keys.values())  # one language, one key
+    return len(pairs)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(_TERMINALS)
+def test_native_lexer_dfa_matches_the_python_engine(terminals):
+    _lockstep([d.tagged(t, i) for i, t in enumerate(terminals)])
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}},
+     "additionalProperties": {"type": "integer", "multipleOf": 7}},
+    {"type": "string", "pattern": "^[a-c]+$", "minLength": 2, "maxLength": 5},
+    {"type": "string", "not": {"enum": ["ab", "abc"]}},
+    {"type": "number", "minimum": -2.5, "maximum": 1000, "multipleOf": 0.25},
+    {"type": "array", "items": {"type": "string", "format": "email"}},
+])
+def test_native_lexers_of_json_schemas_match_the_python_engine(schema):
+    """The terminals a JSON Schema compiles to (formats, patterns with lengths, complements,
+    divisibility), explored from the start state of every terminal alone and of all."""
+    from tokamata.syntax.json_schema import schema_to_grammar
+
+    grammar = schema_to_grammar(schema)
+    grammar = grammar[0] if isinstance(grammar, tuple) else grammar
+    tagged = [d.tagged(t.expr, i) for i, t in enumerate(grammar.terminals) if t.expr is not None]
+    for one in tagged:
+        assert _lockstep([one], max_states=400) > 0
+    assert _lockstep(tagged, max_states=400) > 0
+
+
+def test_import_is_memoized_per_generation_and_survives_a_new_arena():
+    text = d.concat(d.byte_set(d.byte_mask('"')), d.text_until(b'"'))
+    bridge = native.bridge()
+    first = bridge.to_arena(text)
+    assert bridge.to_arena(text) == first and bridge.arena.size >= 3
+    native.reset(force=True)
+    fresh = native.bridge()
+    assert fresh is not bridge and fresh.key_base != bridge.key_base
+    ident = fresh.to_arena(text)  # imported again into the new arena
+    assert fresh.arena.nullable(ident) is False and fresh.arena.derivative(ident, ord('"')) != 0
+    # the old arena keeps working for the lexers that hold it
+    assert bridge.arena.derivative(first, ord('"')) != 0
+
+
+def test_malformed_imports_are_refused():
+    arena = _core.ExprArena()
+    with pytest.raises(ValueError, match="unknown record kind"):
+        arena.import_nodes(np.asarray([99], dtype=np.int32))
+    with pytest.raises(ValueError, match="later record"):
+        arena.import_nodes(np.asarray([4, -1, -2], dtype=np.int32))
+    with pytest.raises(ValueError, match="sorted, disjoint"):
+        arena.import_nodes(np.asarray([3, 0, 2, 0x100, 0x200, 0x150, 0x300], dtype=np.int32))
+    with pytest.raises(ValueError, match="truncated"):
+        arena.import_nodes(np.asarray([2, 1, 2], dtype=np.int32))
+    with pytest.raises(IndexError):
+        arena.derivative(12345, 0)
