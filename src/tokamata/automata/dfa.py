@@ -109,9 +109,12 @@ def _leaf_cuts(node: d.Expr) -> int:
     return node._leaf_cuts
 
 
-def global_class_starts(root: d.Expr) -> tuple[int, ...]:
-    """First byte of every class of the DFA of ``root`` (sorted, starting with 0)."""
-    leaf_cuts = _leaf_cuts(root)
+def global_class_starts(*roots: d.Expr) -> tuple[int, ...]:
+    """First byte of every class of the DFA of the alternation of ``roots`` (sorted, starting
+    with 0; the alternation itself is not built)."""
+    leaf_cuts = 0
+    for root in roots:
+        leaf_cuts |= _leaf_cuts(root)
     cuts = leaf_cuts & _ASCII_CUT_POSITIONS
     found = []
     while cuts:

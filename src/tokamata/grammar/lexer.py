@@ -54,7 +54,7 @@ class Lexer:
         self.bridge = native.bridge()
         # the classes of every terminal's leaves refine those of every state (terminals are
         # imported into the arena only when a start state first needs them)
-        starts = global_class_starts(d.alternation(*self.tagged.values()))
+        starts = global_class_starts(*self.tagged.values())
         self.dfa = _core.DerivativeDfa(self.bridge.arena, np.asarray(starts, dtype=np.int32), self.bridge.key_base,
                                        limits.max_dfa_states, limits.max_compile_seconds)
         self._starts: dict[frozenset[int], int] = {}
