@@ -97,7 +97,7 @@ int32_t DerivativeDfa::target(int32_t state, Own& own, size_t interval) {
     const int32_t next = arena_->derivative(node, byte);
     found = next == ExprArena::kNothingId ? kDead : add_state(next);
   }
-  own_[state].targets[interval] = found;  // (own may have moved when a state was added)
+  own.targets[interval] = found;
   return found;
 }
 
@@ -111,8 +111,7 @@ void DerivativeDfa::expand(LazyDfa& dfa, int32_t state, int32_t cls) {
   const auto started = Clock::now();
   if (state < 0 || static_cast<size_t>(state) >= nodes_.size()) throw std::out_of_range("expand: bad state");
   own(state);
-  // copies: adding states may move own_
-  const std::vector<uint8_t> starts = own_[state].starts;
+  const std::vector<uint8_t>& starts = own_[state].starts;
   const size_t count = starts.size();
   const int32_t start_byte = class_starts_[cls];
   const size_t requested = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), start_byte) - starts.begin()) - 1;

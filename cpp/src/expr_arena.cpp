@@ -56,13 +56,61 @@ int32_t ExprArena::check(int32_t node) const {
   return node;
 }
 
+uint64_t ExprArena::hash_of(int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload, size_t words) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(kind);
+  auto add = [&h](uint32_t v) {
+    h = (h ^ v) * 0x100000001b3ULL;
+    h ^= h >> 29;
+  };
+  add(static_cast<uint32_t>(a));
+  add(static_cast<uint32_t>(b));
+  add(static_cast<uint32_t>(kind == kForeign ? 0 : c));
+  for (size_t i = 0; i < words; ++i) add(static_cast<uint32_t>(payload[i]));
+  return h ^ (h >> 32);
+}
+
+bool ExprArena::same(int32_t id, int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload,
+                     size_t words) const {
+  const Node& n = nodes_[id];
+  if (n.kind != kind || n.a != a || n.b != b) return false;
+  if (kind != kForeign && n.c != c) return false;
+  if (kind == kBytes) return std::memcmp(masks_[n.offset].data(), payload, sizeof(ByteMask)) == 0;
+  if (n.count != words) return false;
+  return words == 0 || std::memcmp(payload_.data() + n.offset, payload, words * sizeof(int32_t)) == 0;
+}
+
+int32_t ExprArena::lookup(uint64_t hash, int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload,
+                          size_t words) const {
+  if (table_.empty()) return -1;
+  const size_t mask = table_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const int32_t id = table_[i];
+    if (id < 0) return -1;
+    if (hashes_[id] == hash && same(id, kind, a, b, c, payload, words)) return id;
+  }
+}
+
+void ExprArena::insert(int32_t id) {
+  if ((table_used_ + 1) * 2 > table_.size()) {  // grow: at most half full
+    std::vector<int32_t> old;
+    old.swap(table_);
+    table_.assign(std::max<size_t>(1024, old.size() * 2), -1);
+    table_used_ = 0;
+    for (int32_t kept : old) {
+      if (kept >= 0) insert(kept);
+    }
+  }
+  const size_t mask = table_.size() - 1;
+  size_t i = hashes_[id] & mask;
+  while (table_[i] >= 0) i = (i + 1) & mask;
+  table_[i] = id;
+  ++table_used_;
+}
+
 int32_t ExprArena::intern(Node node, const int32_t* payload, size_t words) {
-  key_.clear();
-  const int32_t head[4] = {static_cast<int32_t>(node.kind), node.a, node.b, node.kind == kForeign ? 0 : node.c};
-  key_.append(reinterpret_cast<const char*>(head), sizeof(head));
-  if (words) key_.append(reinterpret_cast<const char*>(payload), words * sizeof(int32_t));
-  auto found = index_.find(key_);
-  if (found != index_.end()) return found->second;
+  const uint64_t hash = hash_of(node.kind, node.a, node.b, node.c, payload, words);
+  const int32_t found = lookup(hash, node.kind, node.a, node.b, node.c, payload, words);
+  if (found >= 0) return found;
   const int32_t id = static_cast<int32_t>(nodes_.size());
   if (node.kind == kBytes) {
     ByteMask mask;
@@ -75,23 +123,17 @@ int32_t ExprArena::intern(Node node, const int32_t* payload, size_t words) {
     payload_.insert(payload_.end(), payload, payload + words);
   }
   nodes_.push_back(node);
-  index_.emplace(key_, id);
+  hashes_.push_back(hash);
+  insert(id);
   return id;
 }
 
 bool ExprArena::exists(ExprKind kind, const std::vector<int32_t>& members) {
-  key_.clear();
-  int32_t head[4] = {static_cast<int32_t>(kind), 0, 0, 0};
-  const int32_t* payload = members.data();
-  size_t words = members.size();
   if (kind == kDiff) {
-    head[1] = members[0];
-    head[2] = members[1];
-    words = 0;
+    return lookup(hash_of(kind, members[0], members[1], 0, nullptr, 0), kind, members[0], members[1], 0, nullptr, 0) >= 0;
   }
-  key_.append(reinterpret_cast<const char*>(head), sizeof(head));
-  if (words) key_.append(reinterpret_cast<const char*>(payload), words * sizeof(int32_t));
-  return index_.count(key_) != 0;
+  return lookup(hash_of(kind, 0, 0, 0, members.data(), members.size()), kind, 0, 0, 0, members.data(),
+                members.size()) >= 0;
 }
 
 // ------------------------------------------------------------------ constructors
@@ -725,10 +767,10 @@ int32_t ExprArena::derive(int32_t node, int32_t byte) {
       }
       break;
     }
-    case kAlt: {  // only members that can read the byte
-      const std::vector<int32_t> members(payload_.begin() + n.offset, payload_.begin() + n.offset + n.count);
+    case kAlt: {  // only members that can read the byte (payload_ may grow: read by index)
       std::vector<int32_t> live;
-      for (int32_t member : members) {
+      for (uint32_t i = 0; i < n.count; ++i) {
+        const int32_t member = payload_[n.offset + i];
         if (!mask_has(first_bytes(member), byte)) continue;
         const int32_t next = derive(member, byte);
         if (next != kNothingId) live.push_back(next);
@@ -751,9 +793,9 @@ int32_t ExprArena::derive(int32_t node, int32_t byte) {
       break;
     }
     case kAnd: {
-      const std::vector<int32_t> members(payload_.begin() + n.offset, payload_.begin() + n.offset + n.count);
       std::vector<int32_t> derived;
-      for (int32_t member : members) derived.push_back(derive(member, byte));
+      derived.reserve(n.count);
+      for (uint32_t i = 0; i < n.count; ++i) derived.push_back(derive(payload_[n.offset + i], byte));
       result = intersection(derived.data(), derived.size());
       break;
     }

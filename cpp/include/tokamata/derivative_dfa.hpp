@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -77,7 +78,7 @@ class DerivativeDfa {
   double max_seconds_;
   double elapsed_ = 0.0;
   std::vector<int32_t> nodes_;  // state -> node
-  std::vector<Own> own_;
+  std::deque<Own> own_;  // (a deque: adding states leaves references to the others valid)
   std::unordered_map<int32_t, int32_t> index_;  // node -> state
 };
 

@@ -136,6 +136,11 @@ class ExprArena {
     int32_t depth = 0;
   };
 
+  static uint64_t hash_of(int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload, size_t words);
+  bool same(int32_t id, int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload, size_t words) const;
+  int32_t lookup(uint64_t hash, int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload,
+                 size_t words) const;
+  void insert(int32_t id);
   int32_t intern(Node node, const int32_t* payload, size_t words);
   int32_t make_utf8(const int32_t* ranges, size_t num_ranges, int32_t pending);
   int32_t utf8_pending(const std::vector<int32_t>& ranges, int32_t pending, int64_t interval_lo);
@@ -162,9 +167,12 @@ class ExprArena {
   std::vector<int32_t> payload_;  // UTF8 ranges and ALT/AND members
   std::vector<std::vector<uint8_t>> cuts_;
   std::vector<int32_t> memo_;
-  std::unordered_map<std::string, int32_t> index_;
+  // the intern table: open addressing over node ids (-1: empty), at most half full; a node's
+  // hash of (kind, fields, payload) is kept in hashes_
+  std::vector<int32_t> table_;
+  size_t table_used_ = 0;
+  std::vector<uint64_t> hashes_;
   std::unordered_map<std::string, bool> emptiness_;  // (kind, members) -> non-empty
-  std::string key_;                                  // scratch
   ForeignDerivative foreign_derivative_;
   int64_t search_budget_ = 10000;
   uint64_t derivative_calls_ = 0;
