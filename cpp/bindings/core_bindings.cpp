@@ -1,6 +1,7 @@
 // nanobind module tokamata._core: plain data in and out (flat int32/uint8 arrays, 32-bit
 // ids, caller-owned bitmask buffers). Work that scales with the vocabulary runs without the
-// GIL; the lazy DFA's expand callback re-acquires it to run the Python derivative engine.
+// GIL; the lazy DFA of a regex calls back into Python to expand (re-acquiring it), a grammar
+// lexer expands natively through DerivativeDfa (see automata/native.py).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
