@@ -29,7 +29,8 @@ from ..limits import Limits
 from . import derivatives as d
 
 DEAD = -1
-#: a structural key deferred to the C++ core's key callback (``RegexCore(key=...)``)
+#: a structural key deferred to the C++ core's key function (native lexers send it for every
+#: state: DerivativeDfa computes the key when a walk is rooted at the state)
 KEY_LATER = int(np.iinfo(np.int64).min)
 _ALL_BYTES = np.arange(256)
 
@@ -136,11 +137,8 @@ class LazyByteDfa:
     (2, True, -1)
     """
 
-    def __init__(self, root: d.Expr, limits: Limits, key_of=None):
+    def __init__(self, root: d.Expr, limits: Limits):
         self.limits = limits
-        #: a state's structural key for the shared row caches: its expression's id, or
-        #: ``key_of(expression)`` (a grammar's lexer keys by the language without tags)
-        self._key_of = key_of
         self.class_starts = global_class_starts(root)
         self.num_classes = len(self.class_starts)
         self._class_starts_array = np.asarray(self.class_starts)
@@ -250,14 +248,10 @@ class LazyByteDfa:
             return state
 
     def state_records(self, first: int) -> tuple[bytes, bytes]:
-        """Accepting flags and structural keys (int64 bytes) of ``states[first:]``. Keys made
-        by ``key_of`` are deferred (``KEY_LATER``): the core asks :meth:`key` for the few
-        states that root a walk."""
+        """Accepting flags and structural keys (int64 bytes, the expressions' ids) of
+        ``states[first:]``."""
         new = self.states[first:]
-        if self._key_of is None:
-            keys = array("q", [n.id for n in new])
-        else:
-            keys = array("q", [KEY_LATER]) * len(new)
+        keys = array("q", [n.id for n in new])
         return bytes([1 if n.nullable else 0 for n in new]), keys.tobytes()
 
     def expand(self, state: int) -> list[int]:
@@ -326,10 +320,8 @@ class LazyByteDfa:
             return runs.tobytes(), accepting, keys
 
     def key(self, state: int) -> int:
-        """Structural identity of ``state`` for shared rows: the id of its interned expression
-        (or what ``key_of`` makes of it)."""
-        node = self.states[state]
-        return node.id if self._key_of is None else self._key_of(node)
+        """Structural identity of ``state`` for shared rows: the id of its interned expression."""
+        return self.states[state].id
 
     def explore(self) -> int:
         """Expand every reachable state (bounded by the limits); returns the state count."""
