@@ -134,6 +134,13 @@ std::shared_ptr<RegexCore> make_native_core(std::shared_ptr<TokenTrie> trie, std
                                      std::move(slices), std::move(text_depth));
 }
 
+// Runs `f` under the arena's mutex (callers have dropped the GIL; see expr_arena.hpp).
+template <class F>
+auto locked(ExprArena& arena, F f) {
+  std::lock_guard<std::recursive_mutex> lock(arena.mutex());
+  return f();
+}
+
 const TokenRow* row_of(MatcherCore& m) {
   if (const TokenRow* row = m.row_if_cached()) return row;
   nb::gil_scoped_release release;
@@ -319,59 +326,23 @@ NB_MODULE(_core, m) {
         });
       }, "callback"_a)
       .def("set_search_budget", [](ExprArena& a, int64_t budget) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        a.set_search_budget(budget);
+        return locked(a, [&] { a.set_search_budget(budget); });
       }, "budget"_a, Release())
       .def("derivative", [](ExprArena& a, int32_t node, int32_t byte) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return a.derivative(node, byte);
+        return locked(a, [&] { return a.derivative(node, byte); });
       }, "node"_a, "byte"_a, Release())
-      .def("cuts", [](ExprArena& a, int32_t node) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        const std::vector<uint8_t>& found = a.cuts(a.check(node));
-        return std::vector<int32_t>(found.begin(), found.end());
-      }, "node"_a, Release())
-      .def("first_bytes", [](ExprArena& a, int32_t node) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        const ExprArena::ByteMask& mask = a.first_bytes(a.check(node));
-        std::vector<int32_t> bytes;
-        for (int32_t b = 0; b < 256; ++b) {
-          if ((mask[b >> 6] >> (b & 63)) & 1) bytes.push_back(b);
-        }
-        return bytes;
-      }, "node"_a, Release())
       .def("nullable", [](ExprArena& a, int32_t node) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return a.nullable(node);
-      }, "node"_a, Release())
-      .def("kind", [](ExprArena& a, int32_t node) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return static_cast<int32_t>(a.kind(node));
-      }, "node"_a, Release())
-      .def("end_marks", [](ExprArena& a, int32_t node) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return a.end_marks(node);
+        return locked(a, [&] { return a.nullable(node); });
       }, "node"_a, Release())
       .def("untagged", [](ExprArena& a, int32_t node) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return a.untagged(a.check(node));
+        return locked(a, [&] { return a.untagged(a.check(node)); });
       }, "node"_a, Release())
       .def("text_depth", [](ExprArena& a, int32_t node) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return a.text_depth(node);
+        return locked(a, [&] { return a.text_depth(node); });
       }, "node"_a, Release())
-      .def("alternation", [](ExprArena& a, const std::vector<int32_t>& members) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        for (int32_t m : members) a.check(m);
-        return a.alternation(members.data(), members.size());
-      }, "members"_a, Release())
       .def_prop_ro("size", [](ExprArena& a) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return a.size();
-      })
-      .def_prop_ro("derivative_calls", [](ExprArena& a) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        return a.derivative_calls();
+        nb::gil_scoped_release release;
+        return locked(a, [&] { return a.size(); });
       });
 
   nb::class_<DerivativeDfa>(m, "DerivativeDfa")
@@ -392,7 +363,6 @@ NB_MODULE(_core, m) {
       .def("key", &DerivativeDfa::key, "state"_a, Release())
       .def("text_depth", &DerivativeDfa::text_depth, "state"_a, Release())
       .def("accepting", &DerivativeDfa::accepting, "state"_a, Release())
-      .def("node", &DerivativeDfa::node, "state"_a, Release())
       .def("accepting_from", [](DerivativeDfa& d, int32_t first) {
         std::vector<uint8_t> flags;
         {
@@ -404,9 +374,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_states", [](DerivativeDfa& d) {
         nb::gil_scoped_release release;
         return d.num_states();
-      })
-      .def_prop_ro("num_classes", &DerivativeDfa::num_classes)
-      .def_prop_ro("elapsed_seconds", &DerivativeDfa::elapsed_seconds);
+      });
 
   nb::class_<SharedEventCache>(m, "SharedEventCache")
       .def(nb::new_([](size_t max_lists) { return std::make_shared<SharedEventCache>(max_lists); }), "max_lists"_a)

@@ -739,7 +739,6 @@ int32_t ExprArena::derive(int32_t node, int32_t byte) {
     memo_.insert(memo_.end(), classes, kUnknownId);
   }
   if (memo_[nodes_[node].memo + cls] != kUnknownId) return memo_[nodes_[node].memo + cls];
-  ++derivative_calls_;
   const Node n = nodes_[node];  // a copy: making nodes may move the vector
   int32_t result = kNothingId;
   switch (n.kind) {

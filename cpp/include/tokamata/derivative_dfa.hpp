@@ -57,7 +57,6 @@ class DerivativeDfa {
   int32_t text_depth(int32_t state);
   // Accepting flags of states [first, num_states()) (keys are all deferred).
   std::vector<uint8_t> accepting_from(int32_t first);
-  double elapsed_seconds() const { return elapsed_; }
 
  private:
   struct Own {

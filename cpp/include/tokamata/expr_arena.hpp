@@ -106,10 +106,7 @@ class ExprArena {
 
   size_t size() const { return nodes_.size(); }
   int32_t check(int32_t node) const;
-  ExprKind kind(int32_t node) const { return nodes_[check(node)].kind; }
   bool nullable(int32_t node) const { return nodes_[check(node)].nullable; }
-  // Nodes made by derivatives (and imports) so far: a measure for tests and benchmarks.
-  uint64_t derivative_calls() const { return derivative_calls_; }
 
  private:
   struct Node {
@@ -175,7 +172,6 @@ class ExprArena {
   std::unordered_map<std::string, bool> emptiness_;  // (kind, members) -> non-empty
   ForeignDerivative foreign_derivative_;
   int64_t search_budget_ = 10000;
-  uint64_t derivative_calls_ = 0;
 };
 
 }  // namespace tokamata
