@@ -16,6 +16,7 @@
 #include "tokamata/derivative_dfa.hpp"
 #include "tokamata/earley.hpp"
 #include "tokamata/expr_arena.hpp"
+#include "tokamata/grammar_rules.hpp"
 #include "tokamata/grammar_walk.hpp"
 #include "tokamata/matcher_core.hpp"
 #include "tokamata/token_row.hpp"
@@ -157,32 +158,25 @@ void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
 
 using Words = nb::ndarray<uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-std::vector<std::vector<int32_t>> csr(I32Array offsets, I32Array data, const char* what) {
-  const int64_t n = static_cast<int64_t>(offsets.shape(0)) - 1;
-  if (n < 0) throw nb::value_error((std::string(what) + ": offsets must not be empty").c_str());
-  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t a = offsets.data()[i], b = offsets.data()[i + 1];
-    if (a < 0 || b < a || b > static_cast<int64_t>(data.shape(0))) throw nb::value_error((std::string(what) + ": bad offsets").c_str());
-    out[i].assign(data.data() + a, data.data() + b);
+std::shared_ptr<GrammarRules> make_grammar_rules(I32Array lhs, I32Array rhs_offsets, I32Array rhs,
+                                                int32_t num_nonterminals, int32_t num_terminals) {
+  try {
+    return std::make_shared<GrammarRules>(std::vector<int32_t>(lhs.data(), lhs.data() + lhs.shape(0)),
+                                          std::vector<int32_t>(rhs_offsets.data(), rhs_offsets.data() + rhs_offsets.shape(0)),
+                                          std::vector<int32_t>(rhs.data(), rhs.data() + rhs.shape(0)),
+                                          num_nonterminals, num_terminals);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
   }
-  return out;
 }
 
-std::shared_ptr<EarleyCore> make_earley(I32Array next_symbol, I32Array lhs_of, I32Array prefix_offsets,
-                                        I32Array prefix_data, I32Array closure_offsets, I32Array closure_data,
-                                        U8Array nullable, int32_t start, int32_t num_terminals,
-                                        int64_t max_items, int64_t max_sets) {
-  EarleyTables t;
-  t.next_symbol.assign(next_symbol.data(), next_symbol.data() + next_symbol.shape(0));
-  t.lhs_of.assign(lhs_of.data(), lhs_of.data() + lhs_of.shape(0));
-  t.prefix_positions = csr(prefix_offsets, prefix_data, "prefix positions");
-  t.prediction_closure = csr(closure_offsets, closure_data, "prediction closure");
-  t.nullable.assign(nullable.data(), nullable.data() + nullable.shape(0));
-  t.start = start;
-  t.num_terminals = num_terminals;
+nb::bytes as_bytes(const std::vector<uint8_t>& flags) {
+  return nb::bytes(reinterpret_cast<const char*>(flags.data()), flags.size());
+}
+
+std::shared_ptr<EarleyCore> make_earley(const GrammarRules& rules, int32_t start, int64_t max_items, int64_t max_sets) {
   try {
-    return std::make_shared<EarleyCore>(std::move(t), max_items, max_sets);
+    return std::make_shared<EarleyCore>(earley_tables(rules, start), max_items, max_sets);
   } catch (const std::invalid_argument& e) {
     throw nb::value_error(e.what());
   }
@@ -380,10 +374,20 @@ NB_MODULE(_core, m) {
       .def(nb::new_([](size_t max_lists) { return std::make_shared<SharedEventCache>(max_lists); }), "max_lists"_a)
       .def_prop_ro("size", &SharedEventCache::size);
 
+  nb::class_<GrammarRules>(m, "GrammarRules")
+      .def(nb::new_(&make_grammar_rules), "lhs"_a, "rhs_offsets"_a, "rhs"_a, "num_nonterminals"_a, "num_terminals"_a)
+      .def_prop_ro("num_rules", &GrammarRules::num_rules)
+      .def("productive", [](const GrammarRules& g) { return as_bytes(g.productive()); })
+      .def("nullable", [](const GrammarRules& g) { return as_bytes(g.nullable()); })
+      .def("reachable", [](const GrammarRules& g, int32_t start, nb::bytes productive) {
+        if (productive.size() != static_cast<size_t>(g.num_nonterminals())) throw nb::value_error("productive: one flag per nonterminal");
+        const auto* p = reinterpret_cast<const uint8_t*>(productive.c_str());
+        if (start < 0 || start >= g.num_nonterminals()) throw nb::value_error("start out of range");
+        return as_bytes(g.reachable(start, std::vector<uint8_t>(p, p + productive.size())));
+      }, "start"_a, "productive"_a);
+
   nb::class_<EarleyCore>(m, "EarleyCore")
-      .def(nb::new_(&make_earley), "next_symbol"_a, "lhs_of"_a, "prefix_offsets"_a, "prefix_data"_a,
-           "closure_offsets"_a, "closure_data"_a, "nullable"_a, "start"_a, "num_terminals"_a, "max_items"_a,
-           "max_sets"_a)
+      .def(nb::new_(&make_earley), "rules"_a, "start"_a, "max_items"_a, "max_sets"_a)
       .def("scan", &EarleyCore::scan, "handle"_a, "terminal"_a)
       .def("accepting", &EarleyCore::accepting, "handle"_a)
       .def("allowed_id", &EarleyCore::allowed_id, "handle"_a)

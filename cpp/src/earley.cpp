@@ -21,6 +21,55 @@ int64_t item_key(int32_t position, int32_t origin) {
 
 }  // namespace
 
+EarleyTables earley_tables(const GrammarRules& rules, int32_t start) {
+  const int32_t n = rules.num_nonterminals();
+  if (start < 0 || start >= n) throw std::invalid_argument("start out of range");
+  EarleyTables t;
+  t.start = start;
+  t.num_terminals = rules.num_terminals();
+  t.nullable = rules.nullable();
+  std::vector<std::vector<int32_t>> rule_starts(static_cast<size_t>(n));
+  for (int32_t r = 0; r < rules.num_rules(); ++r) {
+    rule_starts[rules.lhs(r)].push_back(static_cast<int32_t>(t.next_symbol.size()));
+    t.next_symbol.insert(t.next_symbol.end(), rules.rhs_begin(r), rules.rhs_end(r));
+    t.next_symbol.push_back(kEndOfRule);
+    t.lhs_of.insert(t.lhs_of.end(), static_cast<size_t>(rules.rhs_end(r) - rules.rhs_begin(r)) + 1, rules.lhs(r));
+  }
+  t.prefix_positions.resize(static_cast<size_t>(n));
+  std::vector<std::vector<int32_t>> predicts(static_cast<size_t>(n));  // nonterminals at prefix positions
+  for (int32_t nt = 0; nt < n; ++nt) {
+    for (int32_t position : rule_starts[nt]) {
+      for (; t.next_symbol[position] != kEndOfRule; ++position) {
+        const int32_t symbol = t.next_symbol[position];
+        t.prefix_positions[nt].push_back(position);
+        if (symbol >= 0) break;
+        predicts[nt].push_back(-symbol - 1);
+        if (!t.nullable[-symbol - 1]) break;
+      }
+    }
+  }
+  t.prediction_closure.resize(static_cast<size_t>(n));
+  std::vector<int32_t> seen(static_cast<size_t>(n), -1), stack;
+  for (int32_t nt = 0; nt < n; ++nt) {
+    auto& closure = t.prediction_closure[nt];
+    seen[nt] = nt;
+    stack.assign(1, nt);
+    while (!stack.empty()) {
+      const int32_t top = stack.back();
+      stack.pop_back();
+      closure.push_back(top);
+      for (int32_t other : predicts[top]) {
+        if (seen[other] != nt) {
+          seen[other] = nt;
+          stack.push_back(other);
+        }
+      }
+    }
+    std::sort(closure.begin(), closure.end());
+  }
+  return t;
+}
+
 EarleyCore::EarleyCore(EarleyTables tables, int64_t max_items, int64_t max_sets)
     : t_(std::move(tables)), max_items_(max_items), max_sets_(max_sets) {
   const size_t n = t_.prefix_positions.size();

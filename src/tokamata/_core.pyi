@@ -101,14 +101,27 @@ class SharedEventCache:
     @property
     def size(self) -> int: ...
 
+class GrammarRules:
+    """A grammar's rules as flat arrays: rule ``r`` is ``lhs[r] -> rhs[rhs_offsets[r]:
+    rhs_offsets[r + 1]]`` (terminal ``s >= 0``, nonterminal ``-(j + 1)``); ValueError when an
+    index is out of range."""
+
+    def __init__(self, lhs: npt.NDArray[np.int32], rhs_offsets: npt.NDArray[np.int32],
+                 rhs: npt.NDArray[np.int32], num_nonterminals: int, num_terminals: int) -> None: ...
+    @property
+    def num_rules(self) -> int: ...
+    def productive(self) -> bytes:
+        """Per nonterminal, 1 when it derives some terminal string."""
+    def nullable(self) -> bytes:
+        """Per nonterminal, 1 when it derives the empty string."""
+    def reachable(self, start: int, productive: bytes) -> bytes:
+        """Per nonterminal, 1 when reachable from ``start`` through rules whose symbols are all
+        productive."""
+
 class EarleyCore:
     """Earley recognizer over terminal ids; parser states are int handles (0: the start)."""
 
-    def __init__(self, next_symbol: npt.NDArray[np.int32], lhs_of: npt.NDArray[np.int32],
-                 prefix_offsets: npt.NDArray[np.int32], prefix_data: npt.NDArray[np.int32],
-                 closure_offsets: npt.NDArray[np.int32], closure_data: npt.NDArray[np.int32],
-                 nullable: npt.NDArray[np.uint8], start: int, num_terminals: int, max_items: int,
-                 max_sets: int) -> None: ...
+    def __init__(self, rules: GrammarRules, start: int, max_items: int, max_sets: int) -> None: ...
     def scan(self, handle: int, terminal: int) -> int:
         """The state after ``terminal``, or -1; raises OverflowError("limit value bound")."""
     def accepting(self, handle: int) -> bool: ...

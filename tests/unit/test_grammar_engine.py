@@ -8,6 +8,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tokamata
 from tokamata.automata import derivatives as d
@@ -330,3 +332,84 @@ def test_check_grammar_names_symbols_out_of_range(rules, message):
     g = Grammar((Terminal("A", lit("a")),), ("start",), tuple(rules), 0)
     with pytest.raises(tokamata.InvalidSyntax, match=message):
         check_grammar(g, Limits())
+
+
+# -- flat rules (_core.GrammarRules) against naive fixed points ----------------------------
+
+def _naive_fixed_point(rules, num_nonterminals, usable) -> list[bool]:
+    """Iterate "lhs is marked once every symbol of a usable rule is" to its fixed point."""
+    marked = [False] * num_nonterminals
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            if not marked[rule.lhs] and usable(rule) and all(s >= 0 or marked[-s - 1] for s in rule.rhs):
+                marked[rule.lhs] = changed = True
+    return marked
+
+
+random_rules = st.integers(1, 5).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.lists(st.integers(-n, 2), max_size=4)), max_size=9)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_rules)
+def test_flat_rule_analyses_match_naive_fixed_points(case):
+    from tokamata import _core
+    from tokamata.grammar.ir import _flat_rules
+
+    n, raw = case
+    rules = [Rule(lhs, tuple(rhs)) for lhs, rhs in raw]
+    core = _flat_rules(rules, n, 3)
+    productive = core.productive()
+    assert [bool(f) for f in productive] == _naive_fixed_point(rules, n, lambda r: True)
+    assert [bool(f) for f in core.nullable()] == _naive_fixed_point(rules, n, lambda r: all(s < 0 for s in r.rhs))
+    reached = {0}
+    for _ in range(n):  # reachable from 0 through rules whose symbols are all productive
+        reached |= {-s - 1 for r in rules if r.lhs in reached and all(s >= 0 or productive[-s - 1] for s in r.rhs)
+                    for s in r.rhs if s < 0}
+    assert [bool(f) for f in core.reachable(0, productive)] == [j in reached for j in range(n)]
+    assert core.num_rules == len(rules)
+    with pytest.raises(ValueError):
+        _core.GrammarRules(np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(0, np.int32), n, 3)
+
+
+@pytest.mark.parametrize("lhs, offsets, rhs, message", [
+    ([0], [0, 1], [3], "symbol out of range"),             # terminal 3 of 3
+    ([0], [0, 1], [-2], "symbol out of range"),            # nonterminal 1 of 1
+    ([0], [0, 1], [-(2**31)], "symbol out of range"),
+    ([1], [0, 0], [], "lhs out of range"),
+    ([0], [0, 2], [0], "span"),
+    ([0, 0], [0, 2, 1], [0], "decrease"),
+])
+def test_flat_rules_refuse_out_of_range_indices(lhs, offsets, rhs, message):
+    from tokamata import _core
+
+    with pytest.raises(ValueError, match=message):
+        _core.GrammarRules(np.asarray(lhs, np.int32), np.asarray(offsets, np.int32), np.asarray(rhs, np.int32), 1, 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_rules, st.randoms(use_true_random=False))
+def test_cpp_earley_matches_the_reference_on_random_grammars(case, rng):
+    from tokamata.grammar.ir import check_grammar
+
+    n, raw = case
+    terminals = tuple(Terminal(c.upper(), lit(c)) for c in "abc")
+    g = Grammar(terminals, tuple(f"n{j}" for j in range(n)), tuple(Rule(lhs, tuple(rhs)) for lhs, rhs in raw), 0)
+    try:
+        g = check_grammar(g, tokamata.Limits())
+    except tokamata.InvalidSyntax:
+        return
+    fast, slow = EarleyParser(g, tokamata.Limits()), ReferenceEarleyParser(g, tokamata.Limits())
+    assert fast.allowed(0) == slow.allowed(0) and fast.accepting(0) == slow.accepting(0)
+    for _ in range(20):
+        a = b = 0
+        for _ in range(rng.randrange(1, 8)):
+            terminal = rng.randrange(3)
+            a2, b2 = fast.scan(a, terminal), slow.scan(b, terminal)
+            assert (a2 < 0) == (b2 < 0)
+            if a2 < 0:
+                break
+            a, b = a2, b2
+            assert fast.allowed(a) == slow.allowed(b) and fast.accepting(a) == slow.accepting(b)

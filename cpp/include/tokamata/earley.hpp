@@ -10,7 +10,7 @@
 //   predicted nonterminals (also sorted by symbol): lookups are binary searches, and building
 //   a set allocates a handful of arrays.
 // - Nullable nonterminals are advanced over when predicted (Aycock-Horspool).
-// - Every nonterminal is productive (checked in Python), so allowed(h) is exactly the set of
+// - Every nonterminal is productive (check_grammar, over GrammarRules), so allowed(h) is exactly the set of
 //   terminals after which the parse is still extendable to a sentence.
 // - All operations lock one mutex and never call back into Python; limits (items per set,
 //   sets in total) throw LimitError("name value bound").
@@ -21,6 +21,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "tokamata/grammar_rules.hpp"
 
 namespace tokamata {
 
@@ -35,6 +37,11 @@ struct EarleyTables {
   int32_t start = 0;
   int32_t num_terminals = 0;
 };
+
+// The recognizer's tables for ``rules`` with start symbol ``start``: positions in rule order,
+// nullable nonterminals, each nonterminal's prefix positions (up to the first symbol that is
+// a terminal or a non-nullable nonterminal) and its prediction closure.
+EarleyTables earley_tables(const GrammarRules& rules, int32_t start);
 
 class EarleyCore {
  public:

@@ -16,14 +16,18 @@ Invariants (checked by :func:`check_grammar`, which every front end calls last):
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from .. import _core
 from ..automata import derivatives as d
 from ..errors import InvalidSyntax, LimitExceeded
 from ..limits import Limits
 
 __all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar",
-           "productive_nonterminals"]
+           "productive_nonterminals", "rules_core"]
 
 
 def nonterminal(index: int) -> int:
@@ -98,32 +102,39 @@ def _error(grammar: Grammar, message: str, origin: tuple[int, int] | None) -> In
     return InvalidSyntax(message + _where(origin), grammar.source or None, _span(grammar.source, origin))
 
 
+_ANY_TERMINAL = 2**31 - 1  # a terminal count that puts every symbol >= 0 in range
+
+
+def _flat_rules(rules, num_nonterminals: int, num_terminals: int) -> "_core.GrammarRules":
+    """``rules`` as the flat arrays of ``_core.GrammarRules`` (ValueError if a symbol or lhs
+    is out of range)."""
+    lhs = array("i", [rule.lhs for rule in rules])
+    offsets = array("i", [0])
+    rhs = array("i")
+    for rule in rules:
+        rhs.extend(rule.rhs)
+        offsets.append(len(rhs))
+    return _core.GrammarRules(np.frombuffer(lhs, dtype=np.int32), np.frombuffer(offsets, dtype=np.int32),
+                              np.frombuffer(rhs, dtype=np.int32), num_nonterminals, num_terminals)
+
+
+def rules_core(grammar: Grammar) -> "_core.GrammarRules":
+    """``grammar``'s rules as ``_core.GrammarRules`` (cached on a checked grammar)."""
+    found = grammar.__dict__.get("_rules_core")
+    if found is None:
+        found = _flat_rules(grammar.rules, len(grammar.nonterminals), len(grammar.terminals))
+        object.__setattr__(grammar, "_rules_core", found)
+    return found
+
+
 def productive_nonterminals(rules, num_nonterminals: int) -> list[bool]:
-    """Per nonterminal, whether it derives some terminal string: a work list over ``rules``
-    (symbols must be in range), linear in their size."""
-    productive = [False] * num_nonterminals
-    missing = []  # per rule: nonterminal occurrences not yet known productive
-    users: dict[int, list[int]] = {}
-    ready = []
-    for index, rule in enumerate(rules):
-        count = 0
-        for symbol in rule.rhs:
-            if symbol < 0:
-                users.setdefault(-symbol - 1, []).append(index)
-                count += 1
-        missing.append(count)
-        if count == 0:
-            ready.append(index)
-    while ready:
-        lhs = rules[ready.pop()].lhs
-        if productive[lhs]:
-            continue
-        productive[lhs] = True
-        for index in users.get(lhs, ()):
-            missing[index] -= 1
-            if missing[index] == 0:
-                ready.append(index)
-    return productive
+    """Per nonterminal, whether it derives some terminal string (a linear work list, in C++;
+    symbols must be in range).
+
+    >>> productive_nonterminals([Rule(0, (nonterminal(1),)), Rule(1, (nonterminal(1),))], 2)
+    [False, False]
+    """
+    return [flag == 1 for flag in _flat_rules(rules, num_nonterminals, _ANY_TERMINAL).productive()]
 
 
 def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
@@ -158,50 +169,43 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
     for index in grammar.ignore:
         if not 0 <= index < num_terminals or grammar.terminals[index].expr is None:
             raise _error(grammar, "%ignore needs a text terminal", None)
-    # symbols in range: one pass over min/max, then (only on a failure) the rule to name
-    symbols = [symbol for rule in grammar.rules for symbol in rule.rhs]
-    lhs = [rule.lhs for rule in grammar.rules]
-    in_range = (not lhs or (min(lhs) >= 0 and max(lhs) < num_nonterminals)) and \
-        (not symbols or (max(symbols) < num_terminals and -min(symbols) - 1 < num_nonterminals))
-    for rule in () if in_range else grammar.rules:
-        if not 0 <= rule.lhs < num_nonterminals:
-            raise _error(grammar, "rule for an undefined nonterminal", rule.origin)
-        for symbol in rule.rhs:
-            if is_terminal(symbol):
-                if symbol >= num_terminals:
-                    raise _error(grammar, f"undefined terminal #{symbol}", rule.origin)
-            elif nonterminal_index(symbol) >= num_nonterminals:
-                raise _error(grammar, f"undefined rule #{nonterminal_index(symbol)}", rule.origin)
-
-    productive = productive_nonterminals(grammar.rules, num_nonterminals)
+    try:
+        core = _flat_rules(grammar.rules, num_nonterminals, num_terminals)
+    except ValueError:  # some symbol is out of range: name the rule
+        for rule in grammar.rules:
+            if not 0 <= rule.lhs < num_nonterminals:
+                raise _error(grammar, "rule for an undefined nonterminal", rule.origin) from None
+            for symbol in rule.rhs:
+                if is_terminal(symbol):
+                    if symbol >= num_terminals:
+                        raise _error(grammar, f"undefined terminal #{symbol}", rule.origin) from None
+                elif nonterminal_index(symbol) >= num_nonterminals:
+                    raise _error(grammar, f"undefined rule #{nonterminal_index(symbol)}", rule.origin) from None
+        raise
+    productive = core.productive()
     if not productive[grammar.start]:
         raise _error(grammar, f"the grammar's language is empty: {grammar.nonterminals[grammar.start]} "
                               "derives no finite string", _first_origin(grammar, grammar.start))
     # reachable from start through productive rules only
-    by_lhs: dict[int, list[Rule]] = {}
-    for rule in grammar.rules:  # (symbol < 0: nonterminal -symbol - 1)
-        if all(s >= 0 or productive[-s - 1] for s in rule.rhs):
-            by_lhs.setdefault(rule.lhs, []).append(rule)
-    reachable = {grammar.start}
-    stack = [grammar.start]
-    while stack:
-        for rule in by_lhs.get(stack.pop(), ()):
-            for symbol in rule.rhs:
-                if symbol < 0 and -symbol - 1 not in reachable:
-                    reachable.add(-symbol - 1)
-                    stack.append(-symbol - 1)
+    reachable = core.reachable(grammar.start, productive)
     # an unproductive nonterminal that a reachable rule mentions is an error (it is dead code
     # the user most likely did not intend)
-    for rule in grammar.rules:
-        if rule.lhs in reachable:
+    for rule in grammar.rules if 0 in productive else ():
+        if reachable[rule.lhs]:
             for symbol in rule.rhs:
                 if symbol < 0 and not productive[-symbol - 1]:
                     name = grammar.nonterminals[nonterminal_index(symbol)]
                     raise _error(grammar, f"rule {name} is unproductive: it derives no finite string",
                                  _first_origin(grammar, nonterminal_index(symbol)) or rule.origin)
-    rules = tuple(rule for rule in grammar.rules if rule.lhs in reachable)
+    if 0 in reachable:
+        rules = tuple(rule for rule in grammar.rules if reachable[rule.lhs])
+        core = _flat_rules(rules, num_nonterminals, num_terminals)
+    else:
+        rules = grammar.rules
     checked = Grammar(grammar.terminals, grammar.nonterminals, rules, grammar.start, grammar.ignore, grammar.source)
-    object.__setattr__(checked, "_checked_size", sum(len(rule.rhs) + 1 for rule in rules))
+    object.__setattr__(checked, "_checked_size",
+                       size if rules is grammar.rules else len(rules) + sum(len(rule.rhs) for rule in rules))
+    object.__setattr__(checked, "_rules_core", core)
     return checked
 
 
