@@ -89,6 +89,57 @@ def test_native_lexer_dfa_matches_the_python_engine(terminals):
     _lockstep([d.tagged(t, i) for i, t in enumerate(terminals)])
 
 
+def _leaf_cuts_from_scratch(node: d.Expr) -> int:
+    """The leaf-cut mask of ``node`` recomputed without any memo: bit b (1..0x7F) when some
+    leaf's byte set changes between b - 1 and b, bit 0 when some leaf reads a non-ASCII byte."""
+    if node.kind == d._BYTES:
+        mask = node.args[0]
+        return sum(1 << b for b in range(1, 0x80) if (mask >> b & 1) != (mask >> (b - 1) & 1)) | (mask >> 0x80 != 0)
+    if node.kind == d._UTF8:
+        if node.args[1] != 0:
+            return 1
+        ascii_bits = [any(lo <= b <= hi for lo, hi in node.args[0]) for b in range(0x80)]
+        return 1 | sum(1 << b for b in range(1, 0x80) if ascii_bits[b] != ascii_bits[b - 1])
+    if node.kind == d._UNTIL:
+        return 1 | sum(1 << c for c in d.cuts(node) if c < 0x80)
+    children = {d._REPEAT: node.args[:1], d._TAGGED: node.args[:1]}.get(node.kind, node.args)
+    if node.kind == d._DECMOD:
+        children = node.args[5:]
+    found = 0
+    for child in children:
+        found |= _leaf_cuts_from_scratch(child)
+    return found
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(_TERMINALS)
+def test_leaf_cuts_set_when_built_match_a_walk_from_scratch(terminals):
+    """Nodes get their leaf cuts when built (except above text-until and divisibility
+    leaves, which the walk fills in); either way they equal a recomputation from scratch."""
+    from tokamata.automata.dfa import _leaf_cuts
+
+    for root in terminals:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.kind in (d._BYTES, d._UTF8, d._CONCAT, d._ALT, d._REPEAT, d._AND, d._DIFF) and \
+                    node._leaf_cuts is None:
+                assert any(leaf.kind in (d._UNTIL, d._DECMOD) for leaf in _nodes_below(node)), node
+            assert _leaf_cuts(node) == _leaf_cuts_from_scratch(node), node
+            if node.kind not in (d._BYTES, d._UTF8, d._UNTIL, d._DECMOD):
+                stack.extend(node.args[:1] if node.kind in (d._REPEAT, d._TAGGED) else node.args)
+
+
+def _nodes_below(node: d.Expr) -> list[d.Expr]:
+    found, stack = [], [node]
+    while stack:
+        top = stack.pop()
+        found.append(top)
+        if top.kind not in (d._BYTES, d._UTF8, d._UNTIL, d._DECMOD):
+            stack.extend(top.args[:1] if top.kind in (d._REPEAT, d._TAGGED) else top.args)
+    return found
+
+
 @pytest.mark.parametrize("schema", [
     {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}},
      "additionalProperties": {"type": "integer", "multipleOf": 7}},

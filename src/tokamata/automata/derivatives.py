@@ -63,7 +63,7 @@ class Expr:
         self._ends: Tuple[int, ...] | None = None  # end_marks()
         self._longest: int | None = -1  # .boolean._max_length(): -1 unknown, None unbounded
         self._infinite: bool | None = None  # .boolean._infinite()
-        self._leaf_cuts: int | None = None  # .dfa.global_class_starts()
+        self._leaf_cuts: int | None = None  # .dfa.global_class_starts() (set by _make where cheap)
         self._first: int | None = None  # first_bytes()
         self._native = 0  # .native: the node's arena id with its generation (0: none yet)
 
@@ -78,8 +78,48 @@ def _make(kind: int, args: tuple, nullable: bool) -> Expr:
         with _lock:
             node = table.get(args)
             if node is None:
-                node = table[args] = Expr(kind, args, nullable, next(_next_id))
+                node = Expr(kind, args, nullable, next(_next_id))
+                node._leaf_cuts = _new_leaf_cuts(kind, args)
+                table[args] = node
     return node
+
+
+#: bits 1..0x7F of a leaf-cut mask: the ASCII cuts (0x80 is always a cut)
+ASCII_CUT_POSITIONS = ((1 << 0x80) - 1) ^ 1
+#: bit 0 of a leaf-cut mask (never a cut): some leaf can read a non-ASCII byte
+NON_ASCII = 1
+
+
+def _new_leaf_cuts(kind: int, args: tuple):
+    """The leaf cuts of a new node (see ``.dfa.global_class_starts``), from its leaves' or its
+    children's, or None where they are left to ``.dfa``'s walk (text-until leaves, whose cuts
+    take a derivative pass)."""
+    if kind == _CONCAT or kind == _ALT or kind == _AND or kind == _DIFF:
+        found = 0
+        for child in args:
+            cuts_of_child = child._leaf_cuts
+            if cuts_of_child is None:
+                return None
+            found |= cuts_of_child
+        return found
+    if kind == _BYTES:
+        mask = args[0]
+        return ((mask ^ (mask << 1)) & ASCII_CUT_POSITIONS) | (NON_ASCII if mask >> 0x80 else 0)
+    if kind == _UTF8:
+        found = NON_ASCII
+        if args[1] == 0:  # a lead byte comes first: its ASCII part is a byte set
+            mask = 0
+            for lo, hi in args[0]:
+                if lo >= 0x80:
+                    break
+                mask |= ((1 << (min(hi, 0x7F) + 1)) - 1) ^ ((1 << lo) - 1)
+            found |= (mask ^ (mask << 1)) & ASCII_CUT_POSITIONS
+        return found
+    if kind == _REPEAT or kind == _TAGGED:
+        return args[0]._leaf_cuts
+    if kind == _NOTHING or kind == _EPSILON:
+        return 0
+    return None  # UNTIL, and DECMOD (rare; its digit markers are walked by .dfa)
 
 
 NOTHING = _make(_NOTHING, (), False)

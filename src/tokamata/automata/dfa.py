@@ -55,14 +55,16 @@ def _inside_character(node: d.Expr) -> bool:
 __all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
 
 
-_ASCII_CUT_POSITIONS = ((1 << 0x80) - 1) ^ 1  # cuts 1..0x7F (0x80 is always a cut)
-_NON_ASCII = 1  # bit 0 of a leaf-cut mask (never a cut): some leaf can read a non-ASCII byte
+_ASCII_CUT_POSITIONS = d.ASCII_CUT_POSITIONS  # cuts 1..0x7F (0x80 is always a cut)
+_NON_ASCII = d.NON_ASCII  # bit 0 of a leaf-cut mask (never a cut): some leaf can read a non-ASCII byte
 
 
 def _leaf_cuts(node: d.Expr) -> int:
     """The ASCII cuts of every leaf below ``node`` (bits 1..0x7F) and whether some leaf can
     read a non-ASCII byte (bit 0); memoized on each node, so a subterm shared by terminals or
-    kept across compiles (a format, a key literal) is walked once."""
+    kept across compiles (a format, a key literal) is walked once. Nodes get it when built
+    (``derivatives._make``) unless some leaf below is text-until or decimal divisibility;
+    this walk fills in those."""
     found = node._leaf_cuts
     if found is not None:
         return found
