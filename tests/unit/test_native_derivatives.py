@@ -130,6 +130,37 @@ def test_leaf_cuts_set_when_built_match_a_walk_from_scratch(terminals):
                 stack.extend(node.args[:1] if node.kind in (d._REPEAT, d._TAGGED) else node.args)
 
 
+def _live_states_at_depth(root: d.Expr, depth: int, max_states: int = 400) -> list[d.Expr]:
+    """The non-NOTHING derivatives of ``root`` by strings of exactly ``depth`` bytes (one byte
+    per byte class), or fewer when more than ``max_states`` turn up (then the check is lax)."""
+    layer = {root.id: root}
+    for _ in range(depth):
+        following = {}
+        for node in layer.values():
+            for byte in d.cuts(node):
+                after = d.derivative(node, byte)
+                if after is not d.NOTHING:
+                    following[after.id] = after
+        layer = dict(list(following.items())[:max_states])
+    return list(layer.values())
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(_TERMINALS)
+def test_length_facts_set_when_built_are_sound(terminals):
+    """A node's longest-string bound holds (nothing longer is accepted) and a node said to be
+    infinite has strings of any length (facts set by ``derivatives._set_facts``)."""
+    from tokamata.automata.boolean import _infinite, _max_length
+
+    for root in terminals:
+        longest = _max_length(root)
+        if longest is not None and longest < 12:
+            assert not _live_states_at_depth(root, longest + 1), root
+        if _infinite(root):
+            assert _max_length(root) is None
+            assert _live_states_at_depth(root, 9), root
+
+
 def _nodes_below(node: d.Expr) -> list[d.Expr]:
     found, stack = [], [node]
     while stack:

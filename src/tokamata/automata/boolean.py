@@ -27,9 +27,8 @@ from __future__ import annotations
 
 from typing import Dict
 
-from .derivatives import (_AND, _ALT, _BYTES, _CONCAT, _DECMOD, _DIFF, _EPSILON, _NOTHING, _REPEAT, _TAGGED,
-                          _UNTIL, _UTF8, EPSILON, NOTHING, UNBOUNDED, Expr, _describe, _make, _tables, alternation,
-                          byte_set, cuts, derivative)
+from .derivatives import (_AND, _ALT, _CONCAT, _DECMOD, _DIFF, NOTHING, Expr, _describe, _make, _tables,
+                          alternation, byte_set, cuts, derivative)
 
 __all__ = ["intersection", "difference", "decimal_multiple"]
 
@@ -198,58 +197,15 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
 
 
 def _infinite(node: Expr) -> bool:
-    """True only when ``node`` surely matches infinitely many strings (sound, not complete)."""
-    found = node._infinite
-    if found is None:
-        kind = node.kind
-        if kind == _REPEAT:
-            item, _, high = node.args
-            found = (high == UNBOUNDED and item is not EPSILON) or _infinite(item)
-        elif kind == _CONCAT or kind == _ALT:
-            found = any(_infinite(m) for m in node.args)
-        elif kind == _TAGGED:
-            found = _infinite(node.args[0])
-        elif kind == _UNTIL or kind == _DECMOD:
-            found = True
-        elif kind == _DIFF:
-            found = _infinite(node.args[0]) and _max_length(node.args[1]) is not None
-        else:
-            found = False
-        node._infinite = found
-    return found
+    """True only when ``node`` surely matches infinitely many strings (sound, not complete;
+    set when the node is built: ``derivatives._set_facts``)."""
+    return node._infinite
 
 
 def _max_length(node: Expr):
-    """The length of the longest string of ``node``, or None when unbounded (or unknown)."""
-    known = node._longest
-    if known != -1:
-        return known
-    kind = node.kind
-    result: object = None
-    if kind == _NOTHING or kind == _EPSILON:
-        result = 0
-    elif kind == _TAGGED:
-        result = _max_length(node.args[0])
-    elif kind == _BYTES:
-        result = 1
-    elif kind == _UTF8:
-        result = 4
-    elif kind == _CONCAT or kind == _ALT:
-        parts = [_max_length(m) for m in node.args]
-        if all(p is not None for p in parts):
-            result = sum(parts) if kind == _CONCAT else max(parts)
-    elif kind == _REPEAT:
-        item, _, high = node.args
-        inner = _max_length(item)
-        if inner is not None and high != UNBOUNDED:
-            result = inner * high
-    elif kind == _AND:
-        parts = [p for p in (_max_length(m) for m in node.args) if p is not None]
-        result = min(parts) if parts else None
-    elif kind == _DIFF:
-        result = _max_length(node.args[0])
-    node._longest = result
-    return result
+    """The length of the longest string of ``node``, or None when unbounded (or unknown;
+    set when the node is built: ``derivatives._set_facts``)."""
+    return node._longest
 
 
 def _representatives(members: tuple) -> list:

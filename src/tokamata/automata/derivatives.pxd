@@ -1,5 +1,7 @@
 # C types for the Cython build of derivatives.py (see CMakeLists.txt); the .py file is the
 # source and runs unchanged without them. Expr's fields hold what the Python class stores.
+cimport cython
+
 cdef class Expr:
     cdef public int kind
     cdef public tuple args
@@ -17,5 +19,7 @@ cdef class Expr:
     cdef object __weakref__
 
 cpdef Expr _make(int kind, tuple args, bint nullable)
+@cython.locals(child=Expr, item=Expr, inner=Expr, first=Expr, second=Expr)
+cdef void _set_facts(Expr node, int kind, tuple args)
 cpdef Expr concat(Expr first, Expr second)
 cpdef Expr derivative(Expr node, int byte)

@@ -63,7 +63,7 @@ class Expr:
         self._ends: Tuple[int, ...] | None = None  # end_marks()
         self._longest: int | None = -1  # .boolean._max_length(): -1 unknown, None unbounded
         self._infinite: bool | None = None  # .boolean._infinite()
-        self._leaf_cuts: int | None = None  # .dfa.global_class_starts() (set by _make where cheap)
+        self._leaf_cuts: int | None = None  # .dfa.global_class_starts() (these three: see _set_facts)
         self._first: int | None = None  # first_bytes()
         self._native = 0  # .native: the node's arena id with its generation (0: none yet)
 
@@ -79,7 +79,7 @@ def _make(kind: int, args: tuple, nullable: bool) -> Expr:
             node = table.get(args)
             if node is None:
                 node = Expr(kind, args, nullable, next(_next_id))
-                node._leaf_cuts = _new_leaf_cuts(kind, args)
+                _set_facts(node, kind, args)
                 table[args] = node
     return node
 
@@ -90,22 +90,42 @@ ASCII_CUT_POSITIONS = ((1 << 0x80) - 1) ^ 1
 NON_ASCII = 1
 
 
-def _new_leaf_cuts(kind: int, args: tuple):
-    """The leaf cuts of a new node (see ``.dfa.global_class_starts``), from its leaves' or its
-    children's, or None where they are left to ``.dfa``'s walk (text-until leaves, whose cuts
-    take a derivative pass)."""
-    if kind == _CONCAT or kind == _ALT or kind == _AND or kind == _DIFF:
-        found = 0
+def _set_facts(node: Expr, kind: int, args: tuple) -> None:
+    """Facts a new node takes from its leaves or children in constant time (most nodes are
+    built while compiling and never derived, so nothing here walks):
+
+    - ``_leaf_cuts`` (see ``.dfa.global_class_starts``), or None where ``.dfa``'s walk fills
+      it in (text-until leaves, whose cuts take a derivative pass, and decimal divisibility);
+    - ``_longest``, the length of the longest string (None: unbounded), as
+      ``.boolean._max_length`` defines it;
+    - ``_infinite``, as ``.boolean._infinite`` defines it (sound, not complete).
+    """
+    if kind == _CONCAT or kind == _ALT:
+        cuts = 0
+        longest = 0
+        infinite = False
         for child in args:
-            cuts_of_child = child._leaf_cuts
-            if cuts_of_child is None:
-                return None
-            found |= cuts_of_child
-        return found
-    if kind == _BYTES:
+            if cuts is not None:
+                child_cuts = child._leaf_cuts
+                cuts = None if child_cuts is None else cuts | child_cuts
+            child_longest = child._longest
+            if longest is not None:
+                if child_longest is None:
+                    longest = None
+                elif kind == _CONCAT:
+                    longest += child_longest
+                elif child_longest > longest:
+                    longest = child_longest
+            infinite = infinite or child._infinite
+        node._leaf_cuts = cuts
+        node._longest = longest
+        node._infinite = infinite
+    elif kind == _BYTES:
         mask = args[0]
-        return ((mask ^ (mask << 1)) & ASCII_CUT_POSITIONS) | (NON_ASCII if mask >> 0x80 else 0)
-    if kind == _UTF8:
+        node._leaf_cuts = ((mask ^ (mask << 1)) & ASCII_CUT_POSITIONS) | (NON_ASCII if mask >> 0x80 else 0)
+        node._longest = 1
+        node._infinite = False
+    elif kind == _UTF8:
         found = NON_ASCII
         if args[1] == 0:  # a lead byte comes first: its ASCII part is a byte set
             mask = 0
@@ -114,12 +134,44 @@ def _new_leaf_cuts(kind: int, args: tuple):
                     break
                 mask |= ((1 << (min(hi, 0x7F) + 1)) - 1) ^ ((1 << lo) - 1)
             found |= (mask ^ (mask << 1)) & ASCII_CUT_POSITIONS
-        return found
-    if kind == _REPEAT or kind == _TAGGED:
-        return args[0]._leaf_cuts
-    if kind == _NOTHING or kind == _EPSILON:
-        return 0
-    return None  # UNTIL, and DECMOD (rare; its digit markers are walked by .dfa)
+        node._leaf_cuts = found
+        node._longest = 4
+        node._infinite = False
+    elif kind == _REPEAT:
+        item, _, high = args
+        node._leaf_cuts = item._leaf_cuts
+        node._longest = None if item._longest is None or high == UNBOUNDED else item._longest * high
+        node._infinite = (high == UNBOUNDED and item is not EPSILON) or item._infinite
+    elif kind == _TAGGED:
+        inner = args[0]
+        node._leaf_cuts = inner._leaf_cuts
+        node._longest = inner._longest
+        node._infinite = inner._infinite
+    elif kind == _NOTHING or kind == _EPSILON:
+        node._leaf_cuts = 0
+        node._longest = 0
+        node._infinite = False
+    elif kind == _AND:
+        cuts = 0
+        bounded = [m._longest for m in args if m._longest is not None]
+        for child in args:
+            child_cuts = child._leaf_cuts
+            if child_cuts is None:
+                cuts = None
+                break
+            cuts |= child_cuts
+        node._leaf_cuts = cuts
+        node._longest = min(bounded) if bounded else None
+        node._infinite = False
+    elif kind == _DIFF:
+        first, second = args
+        node._leaf_cuts = None if first._leaf_cuts is None or second._leaf_cuts is None \
+            else first._leaf_cuts | second._leaf_cuts
+        node._longest = first._longest
+        node._infinite = first._infinite and second._longest is not None
+    else:  # UNTIL, DECMOD: unbounded, infinite; leaf cuts left to the walk
+        node._longest = None
+        node._infinite = True
 
 
 NOTHING = _make(_NOTHING, (), False)
