@@ -123,6 +123,18 @@ def test_string_literals_is_a_trie_of_string_literal():
     assert _matches(union, b'"a\\u0022b"') and not _matches(union, b'"abc"')
 
 
+@pytest.mark.parametrize("text", ["", "a", "key", "a\"b\\c", "é😀\n", "x" * 300])
+def test_string_literal_then_is_the_literal_followed_by_the_suffix(text):
+    """Building a key with its colon from the end gives the very node that appending the
+    colon to the built literal gives (hash-consed), whatever the layout's colon is."""
+    from tokamata.syntax.json_schema import lexemes as lx
+
+    for layout in (lx.Layout("compact"), lx.Layout("flexible", max_whitespace=3), lx.Layout("pretty", indent=2)):
+        colon = layout.colon()
+        assert lx.string_literal_then(text, colon) is d.concat(lx.string_literal(text), colon)
+    assert lx.string_literal_then(text, d.EPSILON) is lx.string_literal(text)
+
+
 def test_name_accepts_any_string_shortcut_agrees_with_the_walk():
     import json
 

@@ -169,8 +169,8 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
     for index in grammar.ignore:
         if not 0 <= index < num_terminals or grammar.terminals[index].expr is None:
             raise _error(grammar, "%ignore needs a text terminal", None)
-    try:
-        core = _flat_rules(grammar.rules, num_nonterminals, num_terminals)
+    try:  # (a front end may have built the flat rules already: rules_core)
+        core = grammar.__dict__.get("_rules_core") or _flat_rules(grammar.rules, num_nonterminals, num_terminals)
     except ValueError:  # some symbol is out of range: name the rule
         for rule in grammar.rules:
             if not 0 <= rule.lhs < num_nonterminals:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from ...automata import derivatives as d
 from ...errors import LimitExceeded, SchemaError, Unsupported
 from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index,
-                           productive_nonterminals)
+                           rules_core)
 from ...limits import Limits
 from . import lexemes as lx
 from . import numbers as nm
@@ -212,7 +212,7 @@ class Emitter:
         colon = layout.colon()
         key_terminals = {}
         for i, (name, _, _, _) in enumerate(members):
-            key = d.concat(lx.string_literal(name), colon)
+            key = lx.string_literal_then(name, colon)
             key_terminals[i] = (self.terminal(d.concat(opener, key), "open_key"),
                                 self.terminal(d.concat(comma, key), "comma_key"))
         region_terminals = [(self.terminal(d.concat_all((opener, region, colon)), "open_key"),
@@ -450,12 +450,14 @@ class Emitter:
 
     # -- finishing --------------------------------------------------------------------------
     def _finish(self, start: int, source: str) -> Grammar:
-        productive = productive_nonterminals(self.rules, len(self.nonterminals))
+        grammar = Grammar(tuple(self.terminals), tuple(self.nonterminals), tuple(self.rules), nonterminal_index(start),
+                          (), source)
+        productive = rules_core(grammar).productive()  # (kept on the grammar for check_grammar)
         if not productive[nonterminal_index(start)]:
             raise SchemaError("the schema allows no JSON value")
-        rules = tuple(r for r in self.rules
-                      if productive[r.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)] for s in r.rhs))
-        grammar = Grammar(tuple(self.terminals), tuple(self.nonterminals), rules, nonterminal_index(start),
-                          (), source)
+        if 0 in productive:
+            rules = tuple(r for r in self.rules
+                          if productive[r.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)] for s in r.rhs))
+            grammar = Grammar(grammar.terminals, grammar.nonterminals, rules, grammar.start, (), source)
         return check_grammar(grammar, self.limits)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ...automata import charset as cs
 from ...automata import derivatives as d
 
-__all__ = ["literal", "json_char", "string_of", "string_literal", "string_literals", "ANY_CHAR", "ANY_STRING",
+__all__ = ["literal", "json_char", "string_of", "string_literal", "string_literal_then", "string_literals", "ANY_CHAR", "ANY_STRING",
            "NUMBER", "PLAIN_NUMBER", "INTEGER", "INTEGER_DRAFT4", "NULL", "TRUE", "FALSE",
            "DIGIT", "Layout"]
 
@@ -131,7 +131,17 @@ ANY_STRING = string_of(d.repeat(ANY_CHAR, 0, d.UNBOUNDED))
 @functools.lru_cache(maxsize=65536)
 def string_literal(text: str) -> d.Expr:
     """Every spelling of the JSON string ``text`` (raw or escaped, per character)."""
-    return string_of(d.concat_all(json_char(((ord(c), ord(c)),)) for c in text))
+    return string_literal_then(text, d.EPSILON)
+
+
+def string_literal_then(text: str, suffix: d.Expr) -> d.Expr:
+    """Every spelling of the JSON string ``text`` followed by ``suffix`` (an object key and
+    its colon, say). Built from the end, so each node of the chain is made once: appending
+    to a built string would rebuild the whole chain."""
+    node = d.concat(_QUOTE, suffix)
+    for c in reversed(text):
+        node = d.concat(json_char(((ord(c), ord(c)),)), node)
+    return d.concat(_QUOTE, node)
 
 
 def string_literals(texts) -> d.Expr:
