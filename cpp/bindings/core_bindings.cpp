@@ -158,16 +158,13 @@ void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
 
 using Words = nb::ndarray<uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
+// (std::invalid_argument from the constructors below reaches Python as ValueError)
 std::shared_ptr<GrammarRules> make_grammar_rules(I32Array lhs, I32Array rhs_offsets, I32Array rhs,
                                                 int32_t num_nonterminals, int32_t num_terminals) {
-  try {
-    return std::make_shared<GrammarRules>(std::vector<int32_t>(lhs.data(), lhs.data() + lhs.shape(0)),
-                                          std::vector<int32_t>(rhs_offsets.data(), rhs_offsets.data() + rhs_offsets.shape(0)),
-                                          std::vector<int32_t>(rhs.data(), rhs.data() + rhs.shape(0)),
-                                          num_nonterminals, num_terminals);
-  } catch (const std::invalid_argument& e) {
-    throw nb::value_error(e.what());
-  }
+  return std::make_shared<GrammarRules>(std::vector<int32_t>(lhs.data(), lhs.data() + lhs.shape(0)),
+                                        std::vector<int32_t>(rhs_offsets.data(), rhs_offsets.data() + rhs_offsets.shape(0)),
+                                        std::vector<int32_t>(rhs.data(), rhs.data() + rhs.shape(0)),
+                                        num_nonterminals, num_terminals);
 }
 
 nb::bytes as_bytes(const std::vector<uint8_t>& flags) {
@@ -175,11 +172,7 @@ nb::bytes as_bytes(const std::vector<uint8_t>& flags) {
 }
 
 std::shared_ptr<EarleyCore> make_earley(const GrammarRules& rules, int32_t start, int64_t max_items, int64_t max_sets) {
-  try {
-    return std::make_shared<EarleyCore>(earley_tables(rules, start), max_items, max_sets);
-  } catch (const std::invalid_argument& e) {
-    throw nb::value_error(e.what());
-  }
+  return std::make_shared<EarleyCore>(earley_tables(rules, start), max_items, max_sets);
 }
 
 // start(allowed_id, known_states) -> (state, accepting: bytes, keys: int64 bytes of the lexer
@@ -380,9 +373,7 @@ NB_MODULE(_core, m) {
       .def("productive", [](const GrammarRules& g) { return as_bytes(g.productive()); })
       .def("nullable", [](const GrammarRules& g) { return as_bytes(g.nullable()); })
       .def("reachable", [](const GrammarRules& g, int32_t start, nb::bytes productive) {
-        if (productive.size() != static_cast<size_t>(g.num_nonterminals())) throw nb::value_error("productive: one flag per nonterminal");
         const auto* p = reinterpret_cast<const uint8_t*>(productive.c_str());
-        if (start < 0 || start >= g.num_nonterminals()) throw nb::value_error("start out of range");
         return as_bytes(g.reachable(start, std::vector<uint8_t>(p, p + productive.size())));
       }, "start"_a, "productive"_a);
 

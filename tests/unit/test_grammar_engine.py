@@ -267,15 +267,15 @@ def test_lexer_state_blow_up_raises_limit_exceeded():
 
 
 def test_productive_nonterminals_and_check_once():
-    from tokamata.grammar.ir import Grammar, Rule, Terminal, check_grammar, nonterminal, productive_nonterminals
+    from tokamata.grammar.ir import Grammar, Rule, Terminal, check_grammar, nonterminal, rules_core
     from tokamata.limits import Limits
 
     a = Terminal("A", d.byte_set(1 << 97))
     # start -> as ; as -> A as | A ; loop -> loop A (unproductive) ; unused -> as (unreachable)
     rules = (Rule(0, (nonterminal(1),)), Rule(1, (0, nonterminal(1))), Rule(1, (0,)), Rule(2, (nonterminal(2), 0)),
              Rule(3, (nonterminal(1),)))
-    assert productive_nonterminals(rules, 4) == [True, True, False, True]
     grammar = Grammar((a,), ("start", "as", "loop", "unused"), rules, 0)
+    assert [bool(f) for f in rules_core(grammar).productive()] == [True, True, False, True]
     checked = check_grammar(grammar, Limits())
     assert {r.lhs for r in checked.rules} == {0, 1}  # unreachable rules dropped
     assert check_grammar(checked, Limits()) is checked  # not checked twice
@@ -387,6 +387,19 @@ def test_flat_rules_refuse_out_of_range_indices(lhs, offsets, rhs, message):
 
     with pytest.raises(ValueError, match=message):
         _core.GrammarRules(np.asarray(lhs, np.int32), np.asarray(offsets, np.int32), np.asarray(rhs, np.int32), 1, 3)
+
+
+def test_flat_rule_queries_refuse_bad_arguments():
+    from tokamata import _core
+
+    rules = _core.GrammarRules(np.zeros(1, np.int32), np.asarray([0, 1], np.int32), np.zeros(1, np.int32), 1, 1)
+    assert rules.productive() == b"\x01" and rules.reachable(0, b"\x01") == b"\x01"
+    with pytest.raises(ValueError, match="start out of range"):
+        rules.reachable(1, b"\x01")
+    with pytest.raises(ValueError, match="wrong size"):
+        rules.reachable(0, b"\x01\x01")
+    with pytest.raises(ValueError, match="start out of range"):
+        _core.EarleyCore(rules, 2, 1000, 1000)
 
 
 @settings(max_examples=200, deadline=None)

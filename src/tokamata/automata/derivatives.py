@@ -95,7 +95,7 @@ def _set_facts(node: Expr, kind: int, args: tuple) -> None:
     built while compiling and never derived, so nothing here walks):
 
     - ``_leaf_cuts`` (see ``.dfa.global_class_starts``), or None where ``.dfa``'s walk fills
-      it in (text-until leaves, whose cuts take a derivative pass, and decimal divisibility);
+      it in (above a text-until leaf, whose cuts take a derivative pass);
     - ``_longest``, the length of the longest string (None: unbounded), as
       ``.boolean._max_length`` defines it;
     - ``_infinite``, as ``.boolean._infinite`` defines it (sound, not complete).
@@ -169,7 +169,12 @@ def _set_facts(node: Expr, kind: int, args: tuple) -> None:
             else first._leaf_cuts | second._leaf_cuts
         node._longest = first._longest
         node._infinite = first._infinite and second._longest is not None
-    else:  # UNTIL, DECMOD: unbounded, infinite; leaf cuts left to the walk
+    else:  # UNTIL, DECMOD: unbounded, infinite
+        if kind == _DECMOD:  # its leaves: the digit and point markers after the parameters
+            cuts = 0
+            for child in args[5:]:
+                cuts |= child._leaf_cuts
+            node._leaf_cuts = cuts
         node._longest = None
         node._infinite = True
 

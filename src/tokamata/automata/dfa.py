@@ -61,14 +61,13 @@ _NON_ASCII = d.NON_ASCII  # bit 0 of a leaf-cut mask (never a cut): some leaf ca
 
 def _leaf_cuts(node: d.Expr) -> int:
     """The ASCII cuts of every leaf below ``node`` (bits 1..0x7F) and whether some leaf can
-    read a non-ASCII byte (bit 0); memoized on each node, so a subterm shared by terminals or
-    kept across compiles (a format, a key literal) is walked once. Nodes get it when built
-    (``derivatives._make``) unless some leaf below is text-until or decimal divisibility;
-    this walk fills in those."""
+    read a non-ASCII byte (bit 0). Nodes get it when built (``derivatives._set_facts``)
+    unless a text-until leaf is below, whose cuts take a derivative pass: this walk fills
+    those in, memoized on each node."""
     found = node._leaf_cuts
     if found is not None:
         return found
-    BYTES, UTF8, UNTIL, REPEAT, TAGGED, DECMOD = d._BYTES, d._UTF8, d._UNTIL, d._REPEAT, d._TAGGED, d._DECMOD
+    UNTIL, REPEAT, TAGGED = d._UNTIL, d._REPEAT, d._TAGGED
     stack = [node]
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
@@ -76,30 +75,13 @@ def _leaf_cuts(node: d.Expr) -> int:
             stack.pop()
             continue
         kind = top.kind
-        if kind == BYTES:
-            mask = top.args[0]
-            found = ((mask ^ (mask << 1)) & _ASCII_CUT_POSITIONS) | (_NON_ASCII if mask >> 0x80 else 0)
-        elif kind == UTF8:
-            found = _NON_ASCII
-            if top.args[1] == 0:  # a lead byte comes first: its ASCII part is a byte set
-                mask = 0
-                for lo, hi in top.args[0]:
-                    if lo >= 0x80:
-                        break
-                    mask |= ((1 << (min(hi, 0x7F) + 1)) - 1) ^ ((1 << lo) - 1)
-                found |= (mask ^ (mask << 1)) & _ASCII_CUT_POSITIONS
-        elif kind == UNTIL:
+        if kind == UNTIL:
             found = _NON_ASCII
             for c in d.cuts(top):
                 if c < 0x80:
                     found |= 1 << c
-        else:
-            if kind == REPEAT or kind == TAGGED:
-                children = top.args[:1]
-            elif kind == DECMOD:
-                children = top.args[5:]
-            else:  # CONCAT, ALT, AND, DIFF: every argument is an expression (NOTHING, EPSILON: none)
-                children = top.args
+        else:  # REPEAT and TAGGED: one child; CONCAT, ALT, AND, DIFF: every argument
+            children = top.args[:1] if kind == REPEAT or kind == TAGGED else top.args
             missing = [c for c in children if c._leaf_cuts is None]
             if missing:
                 stack.extend(missing)

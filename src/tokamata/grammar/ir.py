@@ -27,7 +27,7 @@ from ..errors import InvalidSyntax, LimitExceeded
 from ..limits import Limits
 
 __all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar",
-           "productive_nonterminals", "rules_core"]
+           "rules_core"]
 
 
 def nonterminal(index: int) -> int:
@@ -102,9 +102,6 @@ def _error(grammar: Grammar, message: str, origin: tuple[int, int] | None) -> In
     return InvalidSyntax(message + _where(origin), grammar.source or None, _span(grammar.source, origin))
 
 
-_ANY_TERMINAL = 2**31 - 1  # a terminal count that puts every symbol >= 0 in range
-
-
 def _flat_rules(rules, num_nonterminals: int, num_terminals: int) -> "_core.GrammarRules":
     """``rules`` as the flat arrays of ``_core.GrammarRules`` (ValueError if a symbol or lhs
     is out of range)."""
@@ -125,16 +122,6 @@ def rules_core(grammar: Grammar) -> "_core.GrammarRules":
         found = _flat_rules(grammar.rules, len(grammar.nonterminals), len(grammar.terminals))
         object.__setattr__(grammar, "_rules_core", found)
     return found
-
-
-def productive_nonterminals(rules, num_nonterminals: int) -> list[bool]:
-    """Per nonterminal, whether it derives some terminal string (a linear work list, in C++;
-    symbols must be in range).
-
-    >>> productive_nonterminals([Rule(0, (nonterminal(1),)), Rule(1, (nonterminal(1),))], 2)
-    [False, False]
-    """
-    return [flag == 1 for flag in _flat_rules(rules, num_nonterminals, _ANY_TERMINAL).productive()]
 
 
 def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
