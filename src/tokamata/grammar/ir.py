@@ -43,27 +43,59 @@ def nonterminal_index(symbol: int) -> int:
     return -symbol - 1
 
 
-@dataclass(frozen=True)
 class Terminal:
-    """A lexeme class: ``expr`` (bytes) or, for a special token, ``token_ids`` and no expr."""
+    """A lexeme class: ``expr`` (bytes) or, for a special token, ``token_ids`` and no expr.
+    Immutable by convention: built once, never changed (hand-written rather than a frozen
+    dataclass: front ends build many per compile, and a dataclass's generated ``__init__``
+    runs as interpreted code)."""
 
-    name: str
-    expr: d.Expr | None
-    token_ids: tuple[int, ...] = ()
-    origin: tuple[int, int] | None = None
+    __slots__ = ("name", "expr", "token_ids", "origin")
+
+    def __init__(self, name: str, expr: d.Expr | None, token_ids: tuple[int, ...] = (),
+                 origin: tuple[int, int] | None = None):
+        self.name = name
+        self.expr = expr
+        self.token_ids = token_ids
+        self.origin = origin
 
     @property
     def is_special(self) -> bool:
         return self.expr is None
 
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Terminal:
+            return NotImplemented
+        return (self.name, self.expr, self.token_ids, self.origin) == \
+            (other.name, other.expr, other.token_ids, other.origin)
 
-@dataclass(frozen=True)
+    def __hash__(self) -> int:
+        return hash((self.name, self.expr, self.token_ids, self.origin))
+
+    def __repr__(self) -> str:
+        return f"Terminal(name={self.name!r}, expr={self.expr!r}, token_ids={self.token_ids!r}, origin={self.origin!r})"
+
+
 class Rule:
-    """``lhs -> rhs``; ``lhs`` is a nonterminal index, ``rhs`` a tuple of symbols."""
+    """``lhs -> rhs``; ``lhs`` is a nonterminal index, ``rhs`` a tuple of symbols. Immutable
+    by convention, like :class:`Terminal`."""
 
-    lhs: int
-    rhs: tuple[int, ...]
-    origin: tuple[int, int] | None = None
+    __slots__ = ("lhs", "rhs", "origin")
+
+    def __init__(self, lhs: int, rhs: tuple[int, ...], origin: tuple[int, int] | None = None):
+        self.lhs = lhs
+        self.rhs = rhs
+        self.origin = origin
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Rule:
+            return NotImplemented
+        return self.lhs == other.lhs and self.rhs == other.rhs and self.origin == other.origin
+
+    def __hash__(self) -> int:
+        return hash((self.lhs, self.rhs, self.origin))
+
+    def __repr__(self) -> str:
+        return f"Rule(lhs={self.lhs!r}, rhs={self.rhs!r}, origin={self.origin!r})"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ This is a mixin of :class:`.expand.Expander` (it uses its ``node``, ``limits`` a
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 from ...automata import derivatives as d
@@ -141,7 +140,7 @@ class Complements:
         for shape, tag in zip(shapes, tags):
             chosen = Node(objects=(ObjectShape(declared=((key, tag),), required=frozenset({key})),))
             result.extend(intersect(chosen, self.complement_object(shape, path), self.limits, self._prune).objects)
-        return replace(ALL, objects=tuple(result))
+        return ALL.replace(objects=tuple(result))
 
     def complement_object(self, shape: ObjectShape, path: Path) -> Node:
         """Objects failing ``shape``: a required member missing, a declared member with a
@@ -173,7 +172,7 @@ class Complements:
             shapes.append(ObjectShape(max_properties=shape.min_properties - 1))
         if shape.max_properties is not None:
             shapes.append(ObjectShape(min_properties=shape.max_properties + 1))
-        return replace(ALL, objects=tuple(shapes))
+        return ALL.replace(objects=tuple(shapes))
 
     def complement_array(self, shape: ArrayShape, path: Path) -> Node:
         keyword = _keyword(path)
@@ -206,7 +205,7 @@ class Complements:
                 shapes.append(ArrayShape(contains=((conj, 0, low - 1),)))
             if high is not None:
                 shapes.append(ArrayShape(contains=((conj, high + 1, None),)))
-        return replace(ALL, arrays=tuple(shapes))
+        return ALL.replace(arrays=tuple(shapes))
 
     # -- disjointness (conservative: True only when proven) ---------------------------------
     def _disjoint(self, a, b, depth: int = 3) -> bool:

@@ -28,7 +28,6 @@ Invariants:
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Optional
 
@@ -279,7 +278,7 @@ class Expander(Complements):
             shapes_arrays.extend(part.arrays)
             node = Node(node.null or part.null, node.true or part.true, node.false or part.false, node.number,
                         node.string, node.objects, node.arrays)
-        return replace(node, number=d.alternation(*numbers), objects=tuple(dict.fromkeys(shapes_objects)),
+        return node.replace(number=d.alternation(*numbers), objects=tuple(dict.fromkeys(shapes_objects)),
                        arrays=tuple(dict.fromkeys(shapes_arrays)))
 
     def value_node(self, value: Any, path: Path) -> Node:
@@ -466,7 +465,7 @@ class Expander(Complements):
                 declared = tuple((name, conj if st.name_accepts(shape.evaluated, name) else conj | extra)
                                  for name, conj in shape.declared)
                 rules = shape.rules + (((left, extra),) if extra != TRUE and left is not d.NOTHING else ())
-                shapes.append(replace(shape, declared=declared, rules=rules, evaluated=lx.ANY_STRING))
+                shapes.append(shape.replace(declared=declared, rules=rules, evaluated=lx.ANY_STRING))
             objects = tuple(shapes)
         if "unevaluatedItems" in schema:
             extra = self.conj(path + ("unevaluatedItems",))
@@ -478,10 +477,10 @@ class Expander(Complements):
                 if shape.evaluated != -1:
                     n = shape.evaluated
                     prefix = tuple(c | extra if i >= n else c for i, c in enumerate(shape.prefix))
-                    shape = replace(shape, prefix=prefix, rest=shape.rest | extra)
-                shapes.append(replace(shape, evaluated=-1))
+                    shape = shape.replace(prefix=prefix, rest=shape.rest | extra)
+                shapes.append(shape.replace(evaluated=-1))
             arrays = tuple(shapes)
-        return replace(node, objects=objects, arrays=arrays)
+        return node.replace(objects=objects, arrays=arrays)
 
     def require(self, shape: Optional[ObjectShape], names: list) -> Optional[ObjectShape]:
         """``shape`` with ``names`` required (declared after the others when new); None when
@@ -498,7 +497,7 @@ class Expander(Complements):
                 unplaced.add(name)
             if not st.name_accepts(shape.names, name) or declared[name] == FALSE:
                 return None
-        return replace(shape, declared=tuple(declared.items()), required=shape.required | frozenset(names),
+        return shape.replace(declared=tuple(declared.items()), required=shape.required | frozenset(names),
                        unplaced=frozenset(unplaced))
 
     def _forbid(self, shape: ObjectShape, name: str) -> Optional[ObjectShape]:
@@ -507,7 +506,7 @@ class Expander(Complements):
         declared = dict(shape.declared)
         unplaced = shape.unplaced if name in declared else shape.unplaced | {name}
         declared[name] = FALSE
-        return replace(shape, declared=tuple(declared.items()), unplaced=unplaced)
+        return shape.replace(declared=tuple(declared.items()), unplaced=unplaced)
 
     def _meet(self, shape: ObjectShape, objects: tuple[ObjectShape, ...]) -> list[ObjectShape]:
         node = intersect(Node(objects=(shape,)), Node(objects=objects), self.limits, self._prune)

@@ -39,7 +39,6 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Callable, FrozenSet, Hashable, Optional, Tuple
 
 from ...automata import derivatives as d
@@ -58,17 +57,70 @@ TRUE: Conj = frozenset()
 FALSE: Conj = frozenset({FALSE_TERM})
 
 
-@dataclass(frozen=True)
+_OBJECT_FIELDS = ("declared", "required", "rules", "names", "min_properties", "max_properties", "witnesses",
+                  "evaluated", "unplaced")
+_ARRAY_FIELDS = ("prefix", "rest", "min_items", "max_items", "contains", "unique", "evaluated")
+_NODE_FIELDS = ("null", "true", "false", "number", "string", "objects", "arrays")
+
+
+def _replace(value, fields: tuple, parts: dict):
+    unknown = parts.keys() - set(fields)
+    if unknown:
+        raise TypeError(f"{type(value).__name__} has no field {sorted(unknown)[0]!r}")
+    return type(value)(*[parts[name] if name in parts else getattr(value, name) for name in fields])
+
+
+def _describe(value, fields: tuple) -> str:
+    return f"{type(value).__name__}(" + ", ".join(f"{name}={getattr(value, name)!r}" for name in fields) + ")"
+
+
 class ObjectShape:
-    declared: Tuple[Tuple[str, Conj], ...] = ()
-    required: FrozenSet[str] = frozenset()
-    rules: Tuple[Tuple[d.Expr, Conj], ...] = ()
-    names: d.Expr = lx.ANY_STRING
-    min_properties: int = 0
-    max_properties: Optional[int] = None
-    witnesses: Tuple[Tuple[d.Expr, Conj], ...] = ()
-    evaluated: d.Expr = d.NOTHING
-    unplaced: FrozenSet[str] = frozenset()
+    """A set of JSON objects (see the module docstring). Immutable; built once, never changed
+    (hand-written rather than a frozen dataclass: shapes are built and hashed on every
+    compile, and a dataclass's generated ``__init__``/``__hash__`` run as interpreted code)."""
+
+    __slots__ = ("declared", "required", "rules", "names", "min_properties", "max_properties", "witnesses",
+                 "evaluated", "unplaced", "_hash")
+
+    def __init__(self, declared: Tuple[Tuple[str, Conj], ...] = (), required: FrozenSet[str] = frozenset(),
+                 rules: Tuple[Tuple[d.Expr, Conj], ...] = (), names: d.Expr = lx.ANY_STRING,
+                 min_properties: int = 0, max_properties: Optional[int] = None,
+                 witnesses: Tuple[Tuple[d.Expr, Conj], ...] = (), evaluated: d.Expr = d.NOTHING,
+                 unplaced: FrozenSet[str] = frozenset()):
+        self.declared = declared
+        self.required = required
+        self.rules = rules
+        self.names = names
+        self.min_properties = min_properties
+        self.max_properties = max_properties
+        self.witnesses = witnesses
+        self.evaluated = evaluated
+        self.unplaced = unplaced
+        self._hash = None
+
+    def _fields(self) -> tuple:
+        return (self.declared, self.required, self.rules, self.names, self.min_properties, self.max_properties,
+                self.witnesses, self.evaluated, self.unplaced)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not ObjectShape:
+            return NotImplemented
+        return hash(self) == hash(other) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if found is None:
+            found = self._hash = hash(self._fields())
+        return found
+
+    def __repr__(self) -> str:
+        return _describe(self, _OBJECT_FIELDS)
+
+    def replace(self, **parts) -> "ObjectShape":
+        """This shape with the named fields changed."""
+        return _replace(self, _OBJECT_FIELDS, parts)
 
     def schema_of(self, name: str) -> Conj:
         """The schema a member named ``name`` must satisfy."""
@@ -91,15 +143,45 @@ class ObjectShape:
             and self.max_properties is None and not self.witnesses and self.evaluated is d.NOTHING
 
 
-@dataclass(frozen=True)
 class ArrayShape:
-    prefix: Tuple[Conj, ...] = ()
-    rest: Conj = TRUE
-    min_items: int = 0
-    max_items: Optional[int] = None
-    contains: Tuple[Tuple[Conj, int, Optional[int]], ...] = ()
-    unique: Tuple[tuple, ...] = ()  # paths of the schemas with uniqueItems: true
-    evaluated: int = 0  # leading items evaluated (annotations for unevaluatedItems); -1: all
+    """A set of JSON arrays (see the module docstring). Immutable, like :class:`ObjectShape`."""
+
+    __slots__ = ("prefix", "rest", "min_items", "max_items", "contains", "unique", "evaluated", "_hash")
+
+    def __init__(self, prefix: Tuple[Conj, ...] = (), rest: Conj = TRUE, min_items: int = 0,
+                 max_items: Optional[int] = None, contains: Tuple[Tuple[Conj, int, Optional[int]], ...] = (),
+                 unique: Tuple[tuple, ...] = (), evaluated: int = 0):
+        self.prefix = prefix
+        self.rest = rest
+        self.min_items = min_items
+        self.max_items = max_items
+        self.contains = contains
+        self.unique = unique  # paths of the schemas with uniqueItems: true
+        self.evaluated = evaluated  # leading items evaluated (annotations for unevaluatedItems); -1: all
+        self._hash = None
+
+    def _fields(self) -> tuple:
+        return (self.prefix, self.rest, self.min_items, self.max_items, self.contains, self.unique, self.evaluated)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not ArrayShape:
+            return NotImplemented
+        return hash(self) == hash(other) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if found is None:
+            found = self._hash = hash(self._fields())
+        return found
+
+    def __repr__(self) -> str:
+        return _describe(self, _ARRAY_FIELDS)
+
+    def replace(self, **parts) -> "ArrayShape":
+        """This shape with the named fields changed."""
+        return _replace(self, _ARRAY_FIELDS, parts)
 
     def at(self, index: int) -> Conj:
         return self.prefix[index] if index < len(self.prefix) else self.rest
@@ -114,15 +196,41 @@ ANY_OBJECT = ObjectShape()
 ANY_ARRAY = ArrayShape()
 
 
-@dataclass(frozen=True)
 class Node:
-    null: bool = False
-    true: bool = False
-    false: bool = False
-    number: d.Expr = d.NOTHING
-    string: d.Expr = d.NOTHING
-    objects: Tuple[ObjectShape, ...] = ()
-    arrays: Tuple[ArrayShape, ...] = ()
+    """A set of JSON values (see the module docstring). Immutable, like :class:`ObjectShape`."""
+
+    __slots__ = ("null", "true", "false", "number", "string", "objects", "arrays")
+
+    def __init__(self, null: bool = False, true: bool = False, false: bool = False, number: d.Expr = d.NOTHING,
+                 string: d.Expr = d.NOTHING, objects: Tuple[ObjectShape, ...] = (),
+                 arrays: Tuple[ArrayShape, ...] = ()):
+        self.null = null
+        self.true = true
+        self.false = false
+        self.number = number
+        self.string = string
+        self.objects = objects
+        self.arrays = arrays
+
+    def _fields(self) -> tuple:
+        return (self.null, self.true, self.false, self.number, self.string, self.objects, self.arrays)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not Node:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return _describe(self, _NODE_FIELDS)
+
+    def replace(self, **parts) -> "Node":
+        """This node with the named parts changed."""
+        return _replace(self, _NODE_FIELDS, parts)
 
     @property
     def is_empty(self) -> bool:
@@ -144,7 +252,7 @@ EMPTY = Node()
 def only(**parts) -> Node:
     """Every value outside the named parts, and the named parts as given (a keyword that
     constrains one type lets every other type through)."""
-    return replace(ALL, **parts)
+    return ALL.replace(**parts)
 
 
 def _dedupe(items: tuple) -> tuple:
