@@ -156,6 +156,9 @@ class Emitter:
     def _regions(self, shape: ObjectShape, declared: list[str]) -> list[tuple[d.Expr, Conj, frozenset]]:
         """Undeclared keys partitioned by the rules and witnesses they match: (keys, schema
         of the value, witnesses the member may meet)."""
+        for language, conj in shape.rules:
+            if language is lx.ANY_STRING and FALSE_TERM in conj:
+                return []  # no undeclared member at all (additionalProperties: false)
         names = d.alternation(*(lx.string_literal(n) for n in declared))
         parts = [(d.difference(shape.names, names, self.limits), TRUE, frozenset())]
         splitters = [(language, conj, None) for language, conj in shape.rules]

@@ -41,7 +41,7 @@ def _r(pattern: str) -> d.Expr:
 
 
 def _lit(text: str) -> d.Expr:
-    return d.concat_all(lx.json_char(((ord(c), ord(c)),)) for c in text)
+    return d.concat_all(lx.json_char_of(c) for c in text)
 
 
 def _ci(text: str) -> str:

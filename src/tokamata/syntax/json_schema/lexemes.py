@@ -22,7 +22,6 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from ...automata import charset as cs
 from ...automata import derivatives as d
@@ -134,13 +133,29 @@ def string_literal(text: str) -> d.Expr:
     return string_literal_then(text, d.EPSILON)
 
 
+_char_spellings: dict[str, d.Expr] = {}  # character -> json_char of it (see json_char_of)
+
+
+def json_char_of(c: str) -> d.Expr:
+    """:func:`json_char` of the one character ``c`` (kept per character: keys and enum
+    strings spell many). The kept expressions are never wrong after ``clear_interned``, only
+    no longer shared with equal ones built later."""
+    found = _char_spellings.get(c)
+    if found is None:
+        code = ord(c)
+        found = json_char(((code, code),))
+        if len(_char_spellings) < 4096:
+            _char_spellings[c] = found
+    return found
+
+
 def string_literal_then(text: str, suffix: d.Expr) -> d.Expr:
     """Every spelling of the JSON string ``text`` followed by ``suffix`` (an object key and
     its colon, say). Built from the end, so each node of the chain is made once: appending
     to a built string would rebuild the whole chain."""
     node = d.concat(_QUOTE, suffix)
     for c in reversed(text):
-        node = d.concat(json_char(((ord(c), ord(c)),)), node)
+        node = d.concat(json_char_of(c), node)
     return d.concat(_QUOTE, node)
 
 
@@ -178,7 +193,7 @@ def string_literals(texts) -> d.Expr:
         options.extend(built[child] for child in children)
         node = options[0] if len(options) == 1 else d.alternation(*options)
         for c in reversed(first[depth:common]):
-            node = d.concat(json_char(((ord(c), ord(c)),)), node)
+            node = d.concat(json_char_of(c), node)
         built[(lo, hi)] = node
     return d.concat(_QUOTE, built[(0, len(words))])
 
@@ -212,7 +227,6 @@ NULL, TRUE, FALSE = literal("null"), literal("true"), literal("false")
 _WS = _bytes_of(" \t\n\r")
 
 
-@dataclass(frozen=True)
 class Layout:
     """Punctuation of one whitespace style.
 
@@ -222,15 +236,19 @@ class Layout:
     - ``pretty``: exactly ``json.dumps(value, indent=indent)``'s layout: a newline and
       ``indent * depth`` spaces before each member and before the closing bracket,
       ``": "`` after keys, ``{}`` / ``[]`` when empty. Terminals depend on the depth.
+
+    A layout belongs to one compile: it keeps each piece of punctuation it built (the
+    expressions it returns are interned, so keeping them changes nothing but the time).
     """
 
-    style: str = "compact"
-    indent: int = 2
-    max_whitespace: int = 20
+    __slots__ = ("style", "indent", "max_whitespace", "depth_dependent", "_built")
 
-    @property
-    def depth_dependent(self) -> bool:
-        return self.style == "pretty"
+    def __init__(self, style: str = "compact", indent: int = 2, max_whitespace: int = 20):
+        self.style = style
+        self.indent = indent
+        self.max_whitespace = max_whitespace
+        self.depth_dependent = style == "pretty"
+        self._built: dict[tuple, d.Expr] = {}
 
     def _ws(self) -> d.Expr:
         return d.repeat(_WS, 0, self.max_whitespace) if self.style == "flexible" else d.EPSILON
@@ -238,27 +256,45 @@ class Layout:
     def _newline(self, depth: int) -> d.Expr:
         return literal("\n" + " " * (self.indent * depth))
 
+    def _piece(self, key: tuple) -> d.Expr:
+        kind, text, depth = key
+        if kind == "open":  # a non-empty container's opening bracket (before its first item)
+            if self.style == "pretty":
+                return d.concat(literal(text), self._newline(depth + 1))
+            return d.concat(literal(text), self._ws())
+        if kind == "close":
+            if self.style == "pretty":
+                return d.concat(self._newline(depth), literal(text))
+            return d.concat(self._ws(), literal(text))
+        if kind == "empty":
+            return d.concat_all((literal(text[0]), self._ws(), literal(text[1])))
+        if kind == "comma":  # between two items of a container at depth
+            if self.style == "pretty":
+                return d.concat(literal(","), self._newline(depth + 1))
+            return d.concat_all((self._ws(), literal(","), self._ws()))
+        if self.style == "pretty":  # the colon after a key
+            return literal(": ")
+        return d.concat_all((self._ws(), literal(":"), self._ws()))
+
+    def _get(self, key: tuple) -> d.Expr:
+        found = self._built.get(key)
+        if found is None:
+            found = self._built[key] = self._piece(key)
+        return found
+
     def open(self, bracket: str, depth: int) -> d.Expr:
         """The opening bracket of a non-empty container at ``depth`` (before its first item)."""
-        if self.style == "pretty":
-            return d.concat(literal(bracket), self._newline(depth + 1))
-        return d.concat(literal(bracket), self._ws())
+        return self._get(("open", bracket, depth if self.depth_dependent else 0))
 
     def close(self, bracket: str, depth: int) -> d.Expr:
-        if self.style == "pretty":
-            return d.concat(self._newline(depth), literal(bracket))
-        return d.concat(self._ws(), literal(bracket))
+        return self._get(("close", bracket, depth if self.depth_dependent else 0))
 
     def empty(self, brackets: str, depth: int) -> d.Expr:
-        return d.concat_all((literal(brackets[0]), self._ws(), literal(brackets[1])))
+        return self._get(("empty", brackets, 0))
 
     def comma(self, depth: int) -> d.Expr:
         """Between two items of a container at ``depth``."""
-        if self.style == "pretty":
-            return d.concat(literal(","), self._newline(depth + 1))
-        return d.concat_all((self._ws(), literal(","), self._ws()))
+        return self._get(("comma", "", depth if self.depth_dependent else 0))
 
     def colon(self) -> d.Expr:
-        if self.style == "pretty":
-            return literal(": ")
-        return d.concat_all((self._ws(), literal(":"), self._ws()))
+        return self._get(("colon", "", 0))
