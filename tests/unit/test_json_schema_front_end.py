@@ -599,3 +599,16 @@ def test_long_literals_compile_without_recursion():
         matcher = tokamata.compile_json_schema({"const": long_text}, tokenizer.vocab, limits=few).matcher()
         for token in tokenizer.encode(json.dumps(long_text)):
             matcher.consume(token)
+
+
+@pytest.mark.parametrize("text", [
+    '{"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": false}',
+    # the keyword spelled with an escape: a plain text search of the schema would miss it
+    '{"allOf": [{"properties": {"a": {}}}], "unevaluatedPr\\u006fperties": false}',
+])
+def test_unevaluated_keywords_found_in_schema_text(text):
+    schema = json.loads(text)
+    grammar, _ = schema_to_grammar(text)
+    for value, valid in (({"a": 1}, True), ({}, True), ({"a": 1, "b": 2}, False)):
+        assert oracle_valid(schema, value) is valid
+        assert recognize(grammar, compact(value)) is valid, (text, value)

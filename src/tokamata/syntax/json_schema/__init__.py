@@ -89,6 +89,7 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
     options = Options(whitespace, strict, frozenset(approximate), ignore_unknown_formats, property_order,
                       indent, max_whitespace)
     source = ""
+    text = schema if isinstance(schema, str) else ""  # (bytes may be UTF-16: not searched as text)
     if isinstance(schema, (str, bytes)):
         source = schema if isinstance(schema, str) else schema.decode("utf-8", "replace")
         try:
@@ -97,7 +98,7 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
     report = Report()
     document = Document(schema, None if default_draft is None else draft_number(default_draft), registry)
-    expander = Expander(document, options, limits, report)
+    expander = Expander(document, options, limits, report, text)
     emitter = Emitter(expander, options, limits, report)
     grammar = emitter.build(expander.conj(()), source or _short(schema))
     return grammar, report

@@ -54,7 +54,7 @@ _MAX_CASES = 256  # dependentRequired/dependentSchemas case splits per schema
 class Expander(Complements):
     """Computes nodes for locations and conjunctions of one document (memoized)."""
 
-    def __init__(self, document: Document, options: Options, limits: Limits, report: Report):
+    def __init__(self, document: Document, options: Options, limits: Limits, report: Report, source: str = ""):
         self.doc = document
         self.options = options
         self.limits = limits
@@ -66,8 +66,7 @@ class Expander(Complements):
         self._proving = 0
         self._context = NO_CONTEXT
         self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else nm.INTEGER_ANY
-        text = json.dumps([document.root, list(document.registry.values())], default=str)
-        self._annotations = "unevaluatedProperties" in text or "unevaluatedItems" in text
+        self._annotations = _mentions_unevaluated(document, source)
 
     # -- entry points -----------------------------------------------------------------------
     def conj(self, path: Path) -> Conj:
@@ -567,3 +566,17 @@ class Expander(Complements):
             return ()
         evaluated = -1 if rest is not None else len(prefix)
         return (ArrayShape(prefix, TRUE if rest is None else rest, low, high, contains, unique, evaluated),)
+
+
+def _mentions_unevaluated(document: Document, source: str) -> bool:
+    """Whether ``unevaluatedProperties``/``unevaluatedItems`` may occur anywhere in the
+    schema or its registry (then annotations are tracked). A text search, conservative: the
+    schema's own JSON text when the caller gave one without ``\\u`` escapes (an escape could
+    spell a keyword), else the JSON of the parsed documents (``json.dumps`` never escapes
+    ASCII letters)."""
+    documents = list(document.registry.values())
+    if source and "\\u" not in source:
+        text = source + (json.dumps(documents, default=str) if documents else "")
+    else:
+        text = json.dumps([document.root, documents], default=str)
+    return "unevaluatedProperties" in text or "unevaluatedItems" in text
