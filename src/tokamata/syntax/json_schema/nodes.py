@@ -74,13 +74,37 @@ def _describe(value, fields: tuple) -> str:
     return f"{type(value).__name__}(" + ", ".join(f"{name}={getattr(value, name)!r}" for name in fields) + ")"
 
 
-class ObjectShape:
+class _Shape:
+    """Equality, a cached hash and a readable repr for the shapes, from their ``_fields()``."""
+
+    __slots__ = ()
+    _FIELDS: tuple = ()
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        return hash(self) == hash(other) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if found is None:
+            found = self._hash = hash(self._fields())
+        return found
+
+    def __repr__(self) -> str:
+        return _describe(self, self._FIELDS)
+
+
+class ObjectShape(_Shape):
     """A set of JSON objects (see the module docstring). Immutable; built once, never changed
     (hand-written rather than a frozen dataclass: shapes are built and hashed on every
     compile, and a dataclass's generated ``__init__``/``__hash__`` run as interpreted code)."""
 
     __slots__ = ("declared", "required", "rules", "names", "min_properties", "max_properties", "witnesses",
                  "evaluated", "unplaced", "_hash")
+    _FIELDS = _OBJECT_FIELDS
 
     def __init__(self, declared: Tuple[Tuple[str, Conj], ...] = (), required: FrozenSet[str] = frozenset(),
                  rules: Tuple[Tuple[d.Expr, Conj], ...] = (), names: d.Expr = lx.ANY_STRING,
@@ -101,22 +125,6 @@ class ObjectShape:
     def _fields(self) -> tuple:
         return (self.declared, self.required, self.rules, self.names, self.min_properties, self.max_properties,
                 self.witnesses, self.evaluated, self.unplaced)
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if type(other) is not ObjectShape:
-            return NotImplemented
-        return hash(self) == hash(other) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        found = self._hash
-        if found is None:
-            found = self._hash = hash(self._fields())
-        return found
-
-    def __repr__(self) -> str:
-        return _describe(self, _OBJECT_FIELDS)
 
     def replace(self, **parts) -> "ObjectShape":
         """This shape with the named fields changed."""
@@ -143,10 +151,11 @@ class ObjectShape:
             and self.max_properties is None and not self.witnesses and self.evaluated is d.NOTHING
 
 
-class ArrayShape:
+class ArrayShape(_Shape):
     """A set of JSON arrays (see the module docstring). Immutable, like :class:`ObjectShape`."""
 
     __slots__ = ("prefix", "rest", "min_items", "max_items", "contains", "unique", "evaluated", "_hash")
+    _FIELDS = _ARRAY_FIELDS
 
     def __init__(self, prefix: Tuple[Conj, ...] = (), rest: Conj = TRUE, min_items: int = 0,
                  max_items: Optional[int] = None, contains: Tuple[Tuple[Conj, int, Optional[int]], ...] = (),
@@ -162,22 +171,6 @@ class ArrayShape:
 
     def _fields(self) -> tuple:
         return (self.prefix, self.rest, self.min_items, self.max_items, self.contains, self.unique, self.evaluated)
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if type(other) is not ArrayShape:
-            return NotImplemented
-        return hash(self) == hash(other) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        found = self._hash
-        if found is None:
-            found = self._hash = hash(self._fields())
-        return found
-
-    def __repr__(self) -> str:
-        return _describe(self, _ARRAY_FIELDS)
 
     def replace(self, **parts) -> "ArrayShape":
         """This shape with the named fields changed."""
