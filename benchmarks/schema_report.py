@@ -410,7 +410,9 @@ def _tokamata_sections(run: Run, t: EngineSummary, a) -> None:
             a("")
             a("| schema | seed | verdict | detail | text (start) |")
             a("|---|---:|---|---|---|")
-            for cid, f in t.walk_failures[:40]:
+            # unsound walks first: the cap must never hide one behind walks stopped by a limit
+            ranked = sorted(t.walk_failures, key=lambda item: item[1].get("verdict") not in UNSOUND)
+            for cid, f in ranked[:40]:
                 text = _cell(f.get("text", "")[:100])
                 a(f"| {cid} | {f['seed']} | {f['verdict']} | {_cell(f.get('detail', '')[:150])} | `{text}` |")
 

@@ -75,12 +75,11 @@ def _make(kind: int, args: tuple, nullable: bool) -> Expr:
     table = _tables[kind]
     node = table.get(args)
     if node is None:
-        with _lock:
-            node = table.get(args)
-            if node is None:
-                node = Expr(kind, args, nullable, next(_next_id))
-                _set_facts(node, kind, args)
-                table[args] = node
+        # no lock: dict.setdefault is atomic, so of two threads building the same node one
+        # wins and the other's copy (complete, never published) is dropped
+        node = Expr(kind, args, nullable, next(_next_id))
+        _set_facts(node, kind, args)
+        node = table.setdefault(args, node)
     return node
 
 

@@ -83,7 +83,8 @@ class GrammarConstraint:
             core_trie(vocab), shared_rows(vocab), self.lexer.dfa, np.asarray(self.eos, dtype=np.int32),
             limits.max_dfa_states, slices=core_slices(vocab))
         ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
-        ignored[list(self.ignore)] = 1
+        if self.ignore:  # (numpy's indexing by an empty list costs more than the whole rest)
+            ignored[list(self.ignore)] = 1
         self._lock = threading.RLock()
         self._starts: dict[int, int] = {}  # allowed-set id -> lexer start state
         # the C++ core holds its callbacks; through a weak reference, so that it does not keep
@@ -97,7 +98,7 @@ class GrammarConstraint:
         self._accepting: dict = {}
         eos_words = np.zeros(self.num_words, dtype=np.uint32)
         for e in self.eos:
-            eos_words[e >> 5] |= np.uint32(1 << (e & 31))
+            eos_words[e >> 5] |= 1 << (e & 31)  # (a Python int below 2**32 fits the uint32 word)
         eos_words.setflags(write=False)
         self.eos_words = eos_words  #: the bits of the EOS ids
         self._initial = ((0, self.lexer_start(0), True),)
