@@ -11,6 +11,8 @@ Invariants:
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _core
@@ -91,10 +93,12 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constrai
 
 def clear_caches(vocab=None) -> None:
     """Release process-wide caches: the interned automaton expressions with their memoized
-    derivatives and, if ``vocab`` is given, the token rows shared by its constraints. (The
+    derivatives, the JSON Schema front end's spellings of string literals (keys, enum
+    strings) and, if ``vocab`` is given, the token rows shared by its constraints. (The
     native arena of grammar lexers is released only once it holds more than
     ``tokamata.automata.native.ARENA_NODES_KEPT`` nodes: expressions the front ends keep
-    across calls, such as formats, keep their native counterparts while it lives.)
+    across calls, such as formats and per-character spellings, keep their native
+    counterparts while it lives.)
 
     Long-running servers that compile many distinct constraints can call this now and then;
     constraints and matchers that exist keep working (they hold what they use), later
@@ -107,5 +111,8 @@ def clear_caches(vocab=None) -> None:
     from .trie import drop_shared_rows
 
     derivatives.clear_interned()
+    lexemes = sys.modules.get("tokamata.syntax.json_schema.lexemes")  # (not imported for it)
+    if lexemes is not None:
+        lexemes.string_literal.cache_clear()
     if vocab is not None:
         drop_shared_rows(vocab)

@@ -153,13 +153,24 @@ class Emitter:
             self._array(array, depth, symbol)
 
     # -- objects ----------------------------------------------------------------------------
-    def _regions(self, shape: ObjectShape, declared: list[str]) -> list[tuple[d.Expr, Conj, frozenset]]:
+    def _regions(self, shape: ObjectShape, keys: dict[str, d.Expr],
+                 colon: d.Expr) -> list[tuple[d.Expr, Conj, frozenset, bool]]:
         """Undeclared keys partitioned by the rules and witnesses they match: (keys, schema
-        of the value, witnesses the member may meet)."""
+        of the value, witnesses the member may meet, whether the keys include the colon).
+        ``keys`` maps every declared name to its key and colon (``string_literal_then``)."""
         for language, conj in shape.rules:
             if language is lx.ANY_STRING and FALSE_TERM in conj:
                 return []  # no undeclared member at all (additionalProperties: false)
-        names = d.alternation(*(lx.string_literal(n) for n in declared))
+        if all(language is lx.ANY_STRING for language, _ in shape.rules) and not shape.witnesses:
+            # nothing splits the undeclared keys: they are the names minus the declared ones,
+            # here with the colon, (A - B)C == AC - BC: JSON strings are prefix-free (the
+            # closing quote ends one), so a key followed by a colon splits one way only. The
+            # declared keys with their colon are those of their terminals: no second spelling
+            # of every name is built
+            conj = TRUE.union(*(c for _, c in shape.rules))
+            region = d.difference(d.concat(shape.names, colon), d.alternation(*keys.values()), self.limits)
+            return [] if region is d.NOTHING or FALSE_TERM in conj else [(region, conj, frozenset(), True)]
+        names = d.alternation(*(lx.string_literal(n) for n in keys))
         parts = [(d.difference(shape.names, names, self.limits), TRUE, frozenset())]
         splitters = [(language, conj, None) for language, conj in shape.rules]
         splitters += [(language, TRUE, j) for j, (language, _) in enumerate(shape.witnesses)]
@@ -184,7 +195,7 @@ class Emitter:
             if region is d.NOTHING or FALSE_TERM in conj:
                 continue
             merged[(conj, met)] = d.alternation(merged.get((conj, met), d.NOTHING), region)
-        return [(region, conj, met) for (conj, met), region in merged.items()]
+        return [(region, conj, met, False) for (conj, met), region in merged.items()]
 
     def _object(self, shape: ObjectShape, depth: int, lhs: int) -> None:
         from .strings import name_accepts
@@ -201,7 +212,9 @@ class Emitter:
                 continue
             met = frozenset(j for j, (language, _) in enumerate(witnesses) if name_accepts(language, name))
             members.append((name, conj, required, met))
-        regions = self._regions(shape, [name for name, _ in shape.declared])
+        colon = layout.colon()
+        keys = {name: lx.string_literal_then(name, colon) for name, _ in shape.declared}
+        regions = self._regions(shape, keys, colon)
         low, high = shape.min_properties, shape.max_properties
         if low <= sum(1 for m in members if m[2]):
             low = 0
@@ -212,15 +225,16 @@ class Emitter:
         cap = high if high is not None else max(low, 1)
         opener = layout.open("{", depth)
         comma = layout.comma(depth)
-        colon = layout.colon()
         key_terminals = {}
         for i, (name, _, _, _) in enumerate(members):
-            key = lx.string_literal_then(name, colon)
+            key = keys[name]
             key_terminals[i] = (self.terminal(d.concat(opener, key), "open_key"),
                                 self.terminal(d.concat(comma, key), "comma_key"))
-        region_terminals = [(self.terminal(d.concat_all((opener, region, colon)), "open_key"),
-                             self.terminal(d.concat_all((comma, region, colon)), "comma_key"), conj, met)
-                            for region, conj, met in regions]
+        region_terminals = [(self.terminal(d.concat_all((opener, region) if with_colon else (opener, region, colon)),
+                                           "open_key"),
+                             self.terminal(d.concat_all((comma, region) if with_colon else (comma, region, colon)),
+                                           "comma_key"), conj, met)
+                            for region, conj, met, with_colon in regions]
         close = self.terminal(layout.close("}", depth), "close_object")
         tag = ("object", shape, depth)
 
