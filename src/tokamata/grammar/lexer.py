@@ -48,13 +48,13 @@ class Lexer:
     """
 
     def __init__(self, grammar: Grammar, limits: Limits):
-        self.tagged: dict[int, d.Expr] = {
-            index: d.tagged(terminal.expr, index)
-            for index, terminal in enumerate(grammar.terminals) if terminal.expr is not None}
+        self._terminals = grammar.terminals
+        self._tagged: dict[int, d.Expr] = {}  # index -> tagged(expr, index), made when a start state needs it
         self.bridge = native.bridge()
-        # the classes of every terminal's leaves refine those of every state (terminals are
-        # imported into the arena only when a start state first needs them)
-        starts = global_class_starts(*self.tagged.values())
+        # the classes of every terminal's leaves refine those of every state (a tag does not
+        # change them; terminals are tagged and imported into the arena only when a start
+        # state first needs them)
+        starts = global_class_starts(*(terminal.expr for terminal in grammar.terminals if terminal.expr is not None))
         self.dfa = _core.DerivativeDfa(self.bridge.arena, np.asarray(starts, dtype=np.int32), self.bridge.key_base,
                                        limits.max_dfa_states, limits.max_compile_seconds)
         self._starts: dict[frozenset[int], int] = {}
@@ -64,10 +64,18 @@ class Lexer:
         """The start state for a lexeme of one of ``terminals`` (non-text ones are skipped)."""
         state = self._starts.get(terminals)
         if state is None:
-            expr = d.alternation(*(self.tagged[t] for t in terminals if t in self.tagged))
+            expr = d.alternation(*(self._tagged_terminal(t) for t in terminals))
             state = DEAD if expr is d.NOTHING else self.dfa.intern_state(self.bridge.to_arena(expr))
             self._starts[terminals] = state
         return state
+
+    def _tagged_terminal(self, index: int) -> d.Expr:
+        """Terminal ``index`` tagged with its index (``NOTHING`` for a special token)."""
+        found = self._tagged.get(index)
+        if found is None:
+            expr = self._terminals[index].expr
+            found = self._tagged[index] = d.NOTHING if expr is None else d.tagged(expr, index)
+        return found
 
     def ends(self, state: int) -> tuple[int, ...]:
         """Terminals that may end at ``state``."""

@@ -264,31 +264,31 @@ class Document:
                 self.recursive_anchors.append(path)
         if ref_only:
             return
-        walk = lambda sub, where: self._walk(sub, where, base, draft, root)  # noqa: E731
+        walk = self._walk
         for keyword in _SCHEMA_VALUED:
             if keyword in schema:
-                walk(schema[keyword], path + (keyword,))
+                walk(schema[keyword], path + (keyword,), base, draft, root)
         for keyword in _SCHEMA_MAPS:
             value = schema.get(keyword)
             if isinstance(value, dict):
                 for key, sub in value.items():
-                    walk(sub, path + (keyword, key))
+                    walk(sub, path + (keyword, key), base, draft, root)
         for keyword in _SCHEMA_LISTS:
             value = schema.get(keyword)
             if isinstance(value, list):
                 for i, sub in enumerate(value):
-                    walk(sub, path + (keyword, i))
+                    walk(sub, path + (keyword, i), base, draft, root)
         items = schema.get("items")
         if isinstance(items, list):
             for i, sub in enumerate(items):
-                walk(sub, path + ("items", i))
+                walk(sub, path + ("items", i), base, draft, root)
         elif items is not None:
-            walk(items, path + ("items",))
+            walk(items, path + ("items",), base, draft, root)
         deps = schema.get("dependencies")
         if isinstance(deps, dict) and draft <= 7:
             for key, sub in deps.items():
                 if isinstance(sub, (dict, bool)):
-                    walk(sub, path + ("dependencies", key))
+                    walk(sub, path + ("dependencies", key), base, draft, root)
 
     def _load(self, uri: str) -> None:
         """Walk the registered document ``uri`` (once)."""
