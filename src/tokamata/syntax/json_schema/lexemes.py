@@ -238,7 +238,9 @@ class Layout:
       ``": "`` after keys, ``{}`` / ``[]`` when empty. Terminals depend on the depth.
 
     A layout belongs to one compile: it keeps each piece of punctuation it built (the
-    expressions it returns are interned, so keeping them changes nothing but the time).
+    expressions it returns are interned, so keeping them changes nothing but the time). The
+    compact style's pieces, which nothing varies, are built once, like the other constants
+    of this module.
     """
 
     __slots__ = ("style", "indent", "max_whitespace", "depth_dependent", "_built")
@@ -248,7 +250,7 @@ class Layout:
         self.indent = indent
         self.max_whitespace = max_whitespace
         self.depth_dependent = style == "pretty"
-        self._built: dict[tuple, d.Expr] = {}
+        self._built: dict[tuple, d.Expr] = dict(_COMPACT_PIECES) if style == "compact" else {}
 
     def _ws(self) -> d.Expr:
         return d.repeat(_WS, 0, self.max_whitespace) if self.style == "flexible" else d.EPSILON
@@ -298,3 +300,23 @@ class Layout:
 
     def colon(self) -> d.Expr:
         return self._get(("colon", "", 0))
+
+
+#: every piece of punctuation a compact object or array uses (filled below)
+_COMPACT_PIECES: dict[tuple, d.Expr] = {}
+
+
+def _build_compact_pieces() -> None:
+    layout = Layout("compact")
+    for bracket in "{[":
+        layout.open(bracket, 0)
+    for bracket in "}]":
+        layout.close(bracket, 0)
+    for brackets in ("{}", "[]"):
+        layout.empty(brackets, 0)
+    layout.comma(0)
+    layout.colon()
+    _COMPACT_PIECES.update(layout._built)
+
+
+_build_compact_pieces()
