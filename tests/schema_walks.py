@@ -23,7 +23,9 @@ schema. A walk cut by its step cap is not judged, nor one stopped by ``LimitExce
   2020-12, tokamata's default too; a root without ``$schema`` whose embedded declarations
   agree on a draft is validated in that draft, as tokamata reads it), formats asserted with the validator's ``FORMAT_CHECKER``
   (formats whose checker needs a missing optional package pass unchecked), and a reference
-  registry that never goes to the network (remote references fail to resolve).
+  registry that never goes to the network (remote references fail to resolve). ``pattern``
+  and ``patternProperties`` match with ECMA-262's ``\\d``, ``\\w``, ``\\s`` (the
+  specification's regex dialect; ``jsonschema`` would use Python's, whose ``\\s`` differs).
 
 Invariants: every walk is a pure function of (constraint, vocabulary, seed, caps); nothing
 here touches the network.
@@ -171,7 +173,84 @@ def validator(schema: Any) -> Any:
         cls = {4: jsonschema.Draft4Validator, 6: jsonschema.Draft6Validator, 7: jsonschema.Draft7Validator,
                2019: jsonschema.Draft201909Validator}.get(draft, cls)
     registry = REGISTRY.combine(referencing.Registry(retrieve=_refuse_remote))
+    cls = _with_ecma_patterns(cls)
     return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
+
+
+#: ECMA-262's WhiteSpace and LineTerminator code points (what ``\s`` matches in a JSON Schema
+#: pattern), from the specification: TAB, VT, FF, SP, NBSP, ZWNBSP (U+FEFF), the Zs category,
+#: LF, CR, LS, PS. Python's ``\s`` differs: it has U+001C..U+001F and U+0085, not U+FEFF.
+_ECMA_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+#: what ECMA-262's ``.`` does not match (no ``s`` flag); Python's ``.`` only skips LF
+_ECMA_LINE_TERMINATORS = "\n\r\u2028\u2029"
+
+
+def _ecma_regex(pattern: str) -> Any:
+    r"""``pattern`` compiled with ECMA-262's meaning of ``\d``, ``\w``, ``\b`` (ASCII, through
+    ``re.ASCII``), ``\s``, ``\S``, ``.`` and ``$`` (spelled out), which JSON Schema specifies
+    and Python's ``re`` reads differently; any other construct keeps Python's reading."""
+    import re
+
+    out = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            escape = pattern[i + 1]
+            if escape == "s":
+                out.append(_ECMA_SPACE if in_class else f"[{_ECMA_SPACE}]")
+            elif escape == "S" and not in_class:
+                out.append(f"[^{_ECMA_SPACE}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            out.append(c)
+            if pattern[i + 1:i + 2] == "^":
+                out.append("^")
+                i += 1
+            if pattern[i + 1:i + 2] == "]":  # Python reads a leading "]" as a member: so does this scan
+                out.append("\\]")
+                i += 1
+        elif c == "]" and in_class:
+            in_class = False
+            out.append(c)
+        elif c == "." and not in_class:
+            out.append(f"[^{_ECMA_LINE_TERMINATORS}]")
+        elif c == "$" and not in_class:
+            out.append("\\Z")  # the end only: Python's $ also matches before a final newline
+        else:
+            out.append(c)
+        i += 1
+    return re.compile("".join(out), re.ASCII)
+
+
+def _with_ecma_patterns(cls: Any) -> Any:
+    """``cls`` with ``pattern`` and ``patternProperties`` matched as ECMA-262 regexes (see
+    :func:`_ecma_regex`), as the specification asks (``jsonschema`` uses Python's ``re``)."""
+    import functools
+
+    from jsonschema import ValidationError
+    from jsonschema.validators import extend
+
+    compiled = functools.lru_cache(maxsize=1024)(_ecma_regex)
+
+    def pattern(validator: Any, value: str, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "string") and not compiled(value).search(instance):
+            yield ValidationError(f"{instance!r} does not match {value!r}")
+
+    def pattern_properties(validator: Any, value: dict, instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        for regex, subschema in value.items():
+            for key, item in instance.items():
+                if compiled(regex).search(key):
+                    yield from validator.descend(item, subschema, path=key, schema_path=regex)
+
+    return extend(cls, {"pattern": pattern, "patternProperties": pattern_properties})
 
 
 class _DuplicateKey(Exception):

@@ -175,3 +175,36 @@ def test_random_walks_are_valid_sweep(file: str) -> None:
         failures += f
     assert not failures, "\n".join(failures)
     assert tally["eos"], f"{file}: no walk judged ({refused} schemas refused, walks {dict(tally)})"
+
+
+#: (schema, instance, verdict): the judge reads patterns as ECMA-262 does (JSON Schema's
+#: dialect), not as Python's ``re`` would. U+FEFF is an ECMA ``\s`` (not Python's), U+001C is
+#: Python's (not ECMA's); ECMA's ``\d`` is ASCII, its ``.`` skips CR, its ``$`` is the end only.
+#: The first row is the walk on MaskBench Github_medium---o8475 that Python's reading judged
+#: invalid.
+JUDGE_TABLE = (
+    ({"type": "string", "pattern": r"^\s*x\s*$"}, "\r \u2029\u3000\ufeffx\u3000", "valid"),
+    ({"type": "string", "pattern": r"^\s*x$"}, "\x1cx", "schema-invalid"),
+    ({"type": "string", "pattern": r"^\S+$"}, "a\ufeff", "schema-invalid"),
+    ({"type": "string", "pattern": r"^[\s]x$"}, "\ufeffx", "valid"),
+    ({"type": "string", "pattern": r"^\d+$"}, "\u0661\u0662", "schema-invalid"),
+    ({"type": "string", "pattern": r"^\w$"}, "\u00e9", "schema-invalid"),
+    ({"type": "string", "pattern": r"^a.b$"}, "a\rb", "schema-invalid"),
+    ({"type": "string", "pattern": r"^a.b$"}, "a\u00e9b", "valid"),
+    ({"type": "string", "pattern": r"^a$"}, "a\n", "schema-invalid"),
+    ({"type": "string", "pattern": r"[.$]"}, "$", "valid"),
+    ({"type": "object", "patternProperties": {r"^\d$": {"type": "integer"}}}, {"1": "a"}, "schema-invalid"),
+    ({"type": "object", "patternProperties": {r"^\d$": {"type": "integer"}}}, {"\u0661": "a"}, "valid"),
+    ({"type": "object", "propertyNames": {"pattern": r"^\w+$"}}, {"\u00e9": 1}, "schema-invalid"),
+)
+
+
+@pytest.mark.parametrize("schema, instance, verdict", JUDGE_TABLE, ids=[str(i) for i in range(len(JUDGE_TABLE))])
+def test_judge_reads_patterns_as_ecma(schema, instance, verdict) -> None:
+    data = json.dumps(instance, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert judge(data, validator(schema))[0] == verdict
+    # and tokamata reads them the same way (one token per byte)
+    vocab = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
+    matcher = tokamata.compile_json_schema(schema, vocab).matcher()
+    accepted = all(matcher.consume(b) for b in data) and matcher.is_accepting()
+    assert accepted == (verdict == "valid")
