@@ -51,6 +51,14 @@ __all__ = ["Expander"]
 _MAX_CASES = 256  # dependentRequired/dependentSchemas case splits per schema
 
 
+#: the values of each ``type`` name other than "integer" (whose spelling depends on the draft);
+#: nodes are immutable, so one of each serves every schema
+_TYPE_NODES: dict[str, Node] = {
+    "null": Node(null=True), "boolean": Node(true=True, false=True), "number": Node(number=lx.NUMBER),
+    "string": Node(string=lx.ANY_STRING), "object": Node(objects=(ANY_OBJECT,)), "array": Node(arrays=(ANY_ARRAY,)),
+}
+
+
 class Expander(Complements):
     """Computes nodes for locations and conjunctions of one document (memoized)."""
 
@@ -66,6 +74,7 @@ class Expander(Complements):
         self._proving = 0
         self._context = NO_CONTEXT
         self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else nm.INTEGER_ANY
+        self._integer_node = Node(number=self._integer)
         self._annotations = _mentions_unevaluated(document, source)
 
     # -- entry points -----------------------------------------------------------------------
@@ -241,23 +250,10 @@ class Expander(Complements):
         names = types if isinstance(types, list) else [types]
         node = EMPTY
         for name in names:
-            if name == "null":
-                part = Node(null=True)
-            elif name == "boolean":
-                part = Node(true=True, false=True)
-            elif name == "integer":
-                part = Node(number=self._integer)
-            elif name == "number":
-                part = Node(number=lx.NUMBER)
-            elif name == "string":
-                part = Node(string=lx.ANY_STRING)
-            elif name == "object":
-                part = Node(objects=(ANY_OBJECT,))
-            elif name == "array":
-                part = Node(arrays=(ANY_ARRAY,))
-            else:
+            part = self._integer_node if name == "integer" else _TYPE_NODES.get(name) if isinstance(name, str) else None
+            if part is None:
                 raise SchemaError(f"unknown type {name!r} at {pointer(path + ('type',))}")
-            node = union(node, part)
+            node = part if node is EMPTY else union(node, part)
         return node
 
     def _enum(self, values: list, path: Path) -> Node:
