@@ -181,7 +181,7 @@ def run_walks(walker, compiled, req: dict, walks: int, walk_steps: int) -> dict[
     tally: dict[str, int] = {}
     failures = []
     try:
-        check = schema_walks.validator(json.loads(req["schema"]))
+        check = schema_walks.validator(req["schema"])  # (the text: numbers read exactly, as instances are)
     except Exception as e:  # noqa: BLE001 - jsonschema cannot build a validator
         return {"tally": {"no-validator": walks}, "failures": [], "note": f"{type(e).__name__}: {e}"[:200]}
     for k in range(walks):

@@ -155,9 +155,15 @@ def _refuse_remote(uri: str):
 
 
 def validator(schema: Any) -> Any:
-    """A ``jsonschema`` validator for ``schema``: its draft from ``$schema`` (else the draft
-    its embedded declarations agree on, else 2020-12), formats asserted, no network."""
+    """A ``jsonschema`` validator for ``schema`` (parsed, or its JSON text): its draft from
+    ``$schema`` (else the draft its embedded declarations agree on, else 2020-12), formats
+    asserted, no network. Its numbers are read as instances are (:func:`_number`): an integral
+    one of magnitude >= 2**53 is the exact int, so ``enum: [1e308]`` is 10**308, as JSON
+    Schema means, not the float nearest to it (which no instance spelled ``1`` and 308 zeros
+    would equal)."""
     import referencing
+
+    schema = json.loads(schema, parse_float=_number) if isinstance(schema, (str, bytes)) else _exact_numbers(schema)
     from jsonschema.validators import validator_for
     from jsonschema_specifications import REGISTRY
 
@@ -266,6 +272,17 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def _exact_numbers(value: Any) -> Any:
+    """``value`` with its floats read as :func:`_number` reads their shortest spelling."""
+    if isinstance(value, float):
+        return _number(repr(value))
+    if isinstance(value, dict):
+        return {key: _exact_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_exact_numbers(item) for item in value]
+    return value
 
 
 def _number(lexeme: str) -> float | int:
