@@ -10,6 +10,7 @@ row fails if any valid instance is refused at some byte or any invalid one is ac
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -235,3 +236,49 @@ def test_unsupported_remote_reference_carries_keyword_and_pointer():
     with pytest.raises(tokamata.Unsupported) as info:
         tokamata.compile_json_schema({"items": {"$ref": EX + "x.json"}}, BYTES)
     assert (info.value.keyword, info.value.pointer) == ("$ref", "/items/$ref")
+
+
+SUITE = Path(__file__).resolve().parents[3] / "shared" / "data" / "json-schema-test-suite" / "tests"
+
+
+def _suite_schemas() -> list:
+    if not SUITE.is_dir():
+        pytest.skip(f"JSON-Schema-Test-Suite not found at {SUITE} (../shared/data, see ../shared/README.md)")
+    schemas = []
+    for path in sorted(SUITE.glob("draft*/**/*.json")):
+        for group in json.loads(path.read_text(encoding="utf-8")):
+            schemas.append((path.parent.name, group["schema"]))
+    return schemas
+
+
+def _same_document(schema, text: str) -> None:
+    from tokamata.errors import TokamataError
+    from tokamata.syntax.json_schema.refs import Document
+
+    try:
+        walked = Document(schema)
+    except TokamataError as error:
+        with pytest.raises(type(error)):
+            Document(schema, text=text)
+        return
+    read = Document(schema, text=text)
+    assert (read.draft, read.resources, read.anchors, read.dynamic_anchors, read.recursive_anchors) == \
+        (walked.draft, walked.resources, walked.anchors, walked.dynamic_anchors, walked.recursive_anchors)
+    for path in walked.bases:  # every location: the same base and resource root
+        assert read.base(path) == walked.base(path)
+        assert read._nearest(read.roots, path) == walked.roots[path]
+
+
+def test_document_from_text_equals_the_walked_document() -> None:
+    """Given the schema's text, a document that declares no identifier, anchor or embedded
+    dialect skips its walk; on every schema of the JSON-Schema-Test-Suite (every draft) it is
+    the walked document, as are ones built from texts that hide keywords in escapes."""
+    schemas = _suite_schemas()
+    skipped = 0
+    for _, schema in schemas:
+        text = json.dumps(schema, ensure_ascii=False)
+        _same_document(schema, text)
+        skipped += "$id" not in text and '"id"' not in text
+        # a keyword spelled with an escape is still found (the text is walked)
+        _same_document(schema, text.replace('"$', '"\\u0024'))
+    assert skipped > 100  # the shortcut is exercised

@@ -97,7 +97,7 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
         except ValueError as error:
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
     report = Report()
-    document = Document(schema, None if default_draft is None else draft_number(default_draft), registry)
+    document = Document(schema, None if default_draft is None else draft_number(default_draft), registry, text)
     expander = Expander(document, options, limits, report, text)
     emitter = Emitter(expander, options, limits, report)
     grammar = emitter.build(expander.conj(()), source or _short(schema))

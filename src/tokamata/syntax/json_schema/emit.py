@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from ...automata import derivatives as d
 from ...errors import LimitExceeded, SchemaError, Unsupported
-from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index,
-                           rules_core)
+from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, flat_rules, is_terminal, nonterminal,
+                           nonterminal_index, set_rules_core)
 from ...limits import Limits
 from . import lexemes as lx
 from . import numbers as nm
@@ -63,6 +63,9 @@ class Emitter:
         self.nonterminals: list[str] = []
         self.rules: list[Rule] = []
         self._size = 0
+        self._flat_lhs: list[int] = []
+        self._flat_rhs: list[int] = []
+        self._flat_offsets: list[int] = [0]
         self._values: dict[tuple[Conj, int], int] = {}
         self._pending: list[tuple[Conj, int, int]] = []
         self._states: dict[tuple, int] = {}
@@ -85,7 +88,11 @@ class Emitter:
         self._size += len(rhs) + 1
         if self._size > self.limits.max_grammar_symbols:
             raise LimitExceeded("max_grammar_symbols", self._size, self.limits.max_grammar_symbols)
-        self.rules.append(Rule(nonterminal_index(lhs), tuple(rhs)))
+        index = nonterminal_index(lhs)
+        self.rules.append(Rule(index, tuple(rhs)))
+        self._flat_lhs.append(index)  # the flat arrays of _core.GrammarRules, kept as the rules come
+        self._flat_rhs.extend(rhs)
+        self._flat_offsets.append(len(self._flat_rhs))
 
     def value(self, conj: Conj, depth: int) -> int:
         if not self.layout.depth_dependent:
@@ -469,7 +476,10 @@ class Emitter:
     def _finish(self, start: int, source: str) -> Grammar:
         grammar = Grammar(tuple(self.terminals), tuple(self.nonterminals), tuple(self.rules), nonterminal_index(start),
                           (), source)
-        productive = rules_core(grammar).productive()  # (kept on the grammar for check_grammar)
+        core = flat_rules(self._flat_lhs, self._flat_offsets, self._flat_rhs, len(self.nonterminals),
+                          len(self.terminals))
+        set_rules_core(grammar, core)  # (check_grammar uses it)
+        productive = core.productive()
         if not productive[nonterminal_index(start)]:
             raise SchemaError("the schema allows no JSON value")
         if 0 in productive:

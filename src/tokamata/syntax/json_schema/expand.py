@@ -89,7 +89,7 @@ class Expander(Complements):
         self._computing.add(conj)
         try:
             result = ALL
-            for term in sorted(conj, key=repr):
+            for term in (conj if len(conj) == 1 else sorted(conj, key=repr)):  # (a fixed order)
                 result = intersect(result, self.term(term), self.limits, self._prune)
                 if result.is_empty:
                     break

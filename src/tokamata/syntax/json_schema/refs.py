@@ -161,12 +161,28 @@ def _join(base: str, ref: str) -> str:
     return joined
 
 
+#: the keywords the walk of a document records (``id`` is draft 4's ``$id``)
+_WALKED_KEYWORDS = ('"$id"', '"id"', '"$anchor"', '"$dynamicAnchor"', '"$recursiveAnchor"')
+
+
+def _declares_nothing(text: str, root_declares_dialect: bool) -> bool:
+    """Whether the schema text shows no keyword the document walk records: no identifier or
+    anchor anywhere, and no ``$schema`` but the root's. A text with ``\\u`` escapes may
+    spell a keyword escaped: it is walked."""
+    if not text or "\\u" in text or any(keyword in text for keyword in _WALKED_KEYWORDS):
+        return False
+    return text.count('"$schema"') == (1 if root_declares_dialect else 0)
+
+
 class Document:
     """One schema document with its resources, anchors and locations, and the registered
     documents it refers to."""
 
     def __init__(self, schema: Any, default_draft: Optional[int] = None,
-                 registry: Optional[Mapping[str, Any]] = None):
+                 registry: Optional[Mapping[str, Any]] = None, text: str = ""):
+        """``text``, when given, is the JSON text ``schema`` was parsed from: if it shows that
+        no subschema declares an identifier, anchor or dialect, the walk that records them is
+        skipped (every location then has the document's base and resource)."""
         self.root = schema
         self.registry = _registry(registry)
         self.ignored: frozenset[str] = frozenset()  # keywords of vocabularies the dialect leaves out
@@ -176,7 +192,11 @@ class Document:
         self._inferring = not declared and default_draft is None
         self._embedded: set[int] = set()  # drafts of the embedded $schema declarations seen
         self._reset()
-        self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
+        if _declares_nothing(text, declared):
+            self.bases[()] = _DEFAULT_BASE  # what the walk records for such a document
+            self.roots[()] = ()
+        else:
+            self._walk(schema, (), _DEFAULT_BASE, self.draft, ())
         if self._embedded:
             # The specification leaves a document whose root has no $schema to the
             # implementation: read it in the draft its embedded declarations agree on (a
