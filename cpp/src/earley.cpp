@@ -28,44 +28,53 @@ EarleyTables earley_tables(const GrammarRules& rules, int32_t start) {
   t.start = start;
   t.num_terminals = rules.num_terminals();
   t.nullable = rules.nullable();
-  std::vector<std::vector<int32_t>> rule_starts(static_cast<size_t>(n));
+  // each nonterminal's rules (their first positions), grouped by a counting sort
+  std::vector<int32_t> first_position(static_cast<size_t>(rules.num_rules()));
+  FlatRows rule_starts;
+  rule_starts.offsets.assign(static_cast<size_t>(n) + 1, 0);
   for (int32_t r = 0; r < rules.num_rules(); ++r) {
-    rule_starts[rules.lhs(r)].push_back(static_cast<int32_t>(t.next_symbol.size()));
+    first_position[r] = static_cast<int32_t>(t.next_symbol.size());
     t.next_symbol.insert(t.next_symbol.end(), rules.rhs_begin(r), rules.rhs_end(r));
     t.next_symbol.push_back(kEndOfRule);
     t.lhs_of.insert(t.lhs_of.end(), static_cast<size_t>(rules.rhs_end(r) - rules.rhs_begin(r)) + 1, rules.lhs(r));
+    ++rule_starts.offsets[static_cast<size_t>(rules.lhs(r)) + 1];
   }
-  t.prefix_positions.resize(static_cast<size_t>(n));
-  std::vector<std::vector<int32_t>> predicts(static_cast<size_t>(n));  // nonterminals at prefix positions
+  for (int32_t nt = 0; nt < n; ++nt) rule_starts.offsets[nt + 1] += rule_starts.offsets[nt];
+  rule_starts.values.resize(first_position.size());
+  std::vector<int32_t> filled(rule_starts.offsets.begin(), rule_starts.offsets.end() - 1);
+  for (int32_t r = 0; r < rules.num_rules(); ++r) rule_starts.values[filled[rules.lhs(r)]++] = first_position[r];
+  FlatRows predicts;  // per nonterminal: the nonterminals at its prefix positions
   for (int32_t nt = 0; nt < n; ++nt) {
-    for (int32_t position : rule_starts[nt]) {
-      for (; t.next_symbol[position] != kEndOfRule; ++position) {
+    for (const int32_t* start_position = rule_starts.begin(nt); start_position != rule_starts.end(nt); ++start_position) {
+      for (int32_t position = *start_position; t.next_symbol[position] != kEndOfRule; ++position) {
         const int32_t symbol = t.next_symbol[position];
-        t.prefix_positions[nt].push_back(position);
+        t.prefix_positions.values.push_back(position);
         if (symbol >= 0) break;
-        predicts[nt].push_back(-symbol - 1);
+        predicts.values.push_back(-symbol - 1);
         if (!t.nullable[-symbol - 1]) break;
       }
     }
+    t.prefix_positions.close_row();
+    predicts.close_row();
   }
-  t.prediction_closure.resize(static_cast<size_t>(n));
   std::vector<int32_t> seen(static_cast<size_t>(n), -1), stack;
   for (int32_t nt = 0; nt < n; ++nt) {
-    auto& closure = t.prediction_closure[nt];
+    const size_t row_start = t.prediction_closure.values.size();
     seen[nt] = nt;
     stack.assign(1, nt);
     while (!stack.empty()) {
       const int32_t top = stack.back();
       stack.pop_back();
-      closure.push_back(top);
-      for (int32_t other : predicts[top]) {
-        if (seen[other] != nt) {
-          seen[other] = nt;
-          stack.push_back(other);
+      t.prediction_closure.values.push_back(top);
+      for (const int32_t* other = predicts.begin(top); other != predicts.end(top); ++other) {
+        if (seen[*other] != nt) {
+          seen[*other] = nt;
+          stack.push_back(*other);
         }
       }
     }
-    std::sort(closure.begin(), closure.end());
+    std::sort(t.prediction_closure.values.begin() + static_cast<std::ptrdiff_t>(row_start), t.prediction_closure.values.end());
+    t.prediction_closure.close_row();
   }
   return t;
 }
@@ -80,16 +89,18 @@ EarleyCore::EarleyCore(EarleyTables tables, int64_t max_items, int64_t max_sets)
     if (s != kEndOfRule && (s >= t_.num_terminals || (s < 0 && static_cast<size_t>(-s - 1) >= n)))
       throw std::invalid_argument("symbol out of range");
   }
-  for (const auto& positions : t_.prefix_positions) {
-    for (int32_t p : positions) {
-      if (p < 0 || static_cast<size_t>(p) >= t_.next_symbol.size() || t_.next_symbol[p] == kEndOfRule)
-        throw std::invalid_argument("prefix position out of range");
-    }
+  for (const FlatRows* rows : {&t_.prefix_positions, &t_.prediction_closure}) {
+    if (rows->offsets.empty() || rows->offsets.front() != 0 ||
+        static_cast<size_t>(rows->offsets.back()) != rows->values.size() ||
+        !std::is_sorted(rows->offsets.begin(), rows->offsets.end()))
+      throw std::invalid_argument("malformed per-nonterminal rows");
   }
-  for (const auto& closure : t_.prediction_closure) {
-    for (int32_t nt : closure) {
-      if (nt < 0 || static_cast<size_t>(nt) >= n) throw std::invalid_argument("closure nonterminal out of range");
-    }
+  for (int32_t p : t_.prefix_positions.values) {
+    if (p < 0 || static_cast<size_t>(p) >= t_.next_symbol.size() || t_.next_symbol[p] == kEndOfRule)
+      throw std::invalid_argument("prefix position out of range");
+  }
+  for (int32_t nt : t_.prediction_closure.values) {
+    if (nt < 0 || static_cast<size_t>(nt) >= n) throw std::invalid_argument("closure nonterminal out of range");
   }
   for (int32_t lhs : t_.lhs_of) {
     if (lhs < 0 || static_cast<size_t>(lhs) >= n) throw std::invalid_argument("lhs out of range");
@@ -145,7 +156,7 @@ const EarleyCore::Predicted* EarleyCore::predicted_for(std::vector<int32_t>& roo
   auto known = predicted_by_roots_.find(roots_key);
   if (known != predicted_by_roots_.end()) return known->second;
   std::vector<int32_t> closed;
-  for (int32_t nt : roots) closed.insert(closed.end(), t_.prediction_closure[nt].begin(), t_.prediction_closure[nt].end());
+  for (int32_t nt : roots) closed.insert(closed.end(), t_.prediction_closure.begin(nt), t_.prediction_closure.end(nt));
   std::sort(closed.begin(), closed.end());
   closed.erase(std::unique(closed.begin(), closed.end()), closed.end());
   const std::string key = key_of(closed);
@@ -156,7 +167,8 @@ const EarleyCore::Predicted* EarleyCore::predicted_for(std::vector<int32_t>& roo
   } else {
     auto block = std::make_unique<Predicted>();
     for (int32_t nt : closed) {
-      for (int32_t position : t_.prefix_positions[nt]) {
+      for (const int32_t* at = t_.prefix_positions.begin(nt); at != t_.prefix_positions.end(nt); ++at) {
+        const int32_t position = *at;
         const int32_t symbol = t_.next_symbol[position];
         block->by_symbol.emplace_back(symbol, position);
         if (symbol >= 0) block->terminals.push_back(symbol);

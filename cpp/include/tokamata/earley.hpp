@@ -28,11 +28,22 @@ namespace tokamata {
 
 constexpr int32_t kEndOfRule = INT32_MIN;
 
+// Rows of int32 values stored flat (one allocation, not one per row): row i is
+// values[offsets[i], offsets[i + 1]). Rows are appended in order with close_row().
+struct FlatRows {
+  std::vector<int32_t> offsets{0};
+  std::vector<int32_t> values;
+  size_t size() const { return offsets.size() - 1; }
+  const int32_t* begin(size_t row) const { return values.data() + offsets[row]; }
+  const int32_t* end(size_t row) const { return values.data() + offsets[row + 1]; }
+  void close_row() { offsets.push_back(static_cast<int32_t>(values.size())); }
+};
+
 struct EarleyTables {
   std::vector<int32_t> next_symbol;  // per position: terminal >= 0, nonterminal -(j+1), kEndOfRule
   std::vector<int32_t> lhs_of;       // per position
-  std::vector<std::vector<int32_t>> prefix_positions;    // per nonterminal
-  std::vector<std::vector<int32_t>> prediction_closure;  // per nonterminal, sorted
+  FlatRows prefix_positions;         // per nonterminal
+  FlatRows prediction_closure;       // per nonterminal, sorted
   std::vector<uint8_t> nullable;                         // per nonterminal
   int32_t start = 0;
   int32_t num_terminals = 0;
