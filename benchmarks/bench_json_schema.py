@@ -19,7 +19,11 @@ instance token by token. Per engine the script measures
 
 Each engine runs in its own worker process, fed one schema at a time (never two engines at
 once), so that a compile that never returns or a crash in native code costs one schema, not
-the run: the parent kills a worker past its timeout and starts a new one. The default run is a
+the run: the parent kills a worker past its timeout and starts a new one. The engines take
+their turns in a seeded random order per schema: in a fixed order, the engine after xgrammar
+always starts with caches that xgrammar's compile evicted (at 524d338, tokamata's TTFM p50
+was 1.46 ms right after xgrammar, 1.24 ms in a run without xgrammar, when llguidance's moved
+from 1.45 to 1.38 ms). The default run is a
 stratified sample (``--sample`` of each file, at least ``--min-per-file``), about 30-40 minutes
 on 2 cores; ``--full`` runs every schema. benchmarks/README.md ("JSON Schema benchmark")
 describes the method; the Makefile's ``bench-json-schema`` target writes
@@ -36,6 +40,7 @@ import argparse
 import gc
 import json
 import os
+import random
 import select
 import subprocess
 import sys
@@ -397,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, dict[str, Any]]] = {n: {} for n in workers}
     spent = {n: 0.0 for n in workers}
     for i, c in enumerate(cases):
-        for n, w in list(workers.items()):
+        turns = list(workers.items())
+        random.Random(f"{args.seed}/turns/{c.id}").shuffle(turns)  # (see the module docstring)
+        for n, w in turns:
             t0 = time.perf_counter()
             try:
                 results[n][c.id] = w.ask(c)
