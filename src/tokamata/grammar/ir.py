@@ -16,7 +16,6 @@ Invariants (checked by :func:`check_grammar`, which every front end calls last):
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +26,7 @@ from ..errors import InvalidSyntax, LimitExceeded
 from ..limits import Limits
 
 __all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar",
-           "rules_core", "flat_rules", "set_rules_core"]
+           "rules_core"]
 
 
 def nonterminal(index: int) -> int:
@@ -136,31 +135,18 @@ def _error(grammar: Grammar, message: str, origin: tuple[int, int] | None) -> In
 
 def _flat_rules(rules, num_nonterminals: int, num_terminals: int) -> "_core.GrammarRules":
     """``rules`` as the flat arrays of ``_core.GrammarRules`` (ValueError if a symbol or lhs
-    is out of range)."""
-    lhs = array("i", [rule.lhs for rule in rules])
-    offsets = array("i", [0])
-    rhs = array("i")
+    is out of range). Built as lists, converted once (faster than growing typed arrays)."""
+    lhs = [rule.lhs for rule in rules]
+    offsets = [0]
+    rhs: list[int] = []
     for rule in rules:
         rhs.extend(rule.rhs)
         offsets.append(len(rhs))
-    return _core.GrammarRules(np.frombuffer(lhs, dtype=np.int32), np.frombuffer(offsets, dtype=np.int32),
-                              np.frombuffer(rhs, dtype=np.int32), num_nonterminals, num_terminals)
-
-
-def flat_rules(lhs: list[int], offsets: list[int], rhs: list[int], num_nonterminals: int,
-               num_terminals: int) -> "_core.GrammarRules":
-    """``_core.GrammarRules`` from its flat arrays given as lists (a front end that keeps them
-    as it makes the rules; ValueError if a symbol or lhs is out of range)."""
     try:
         arrays = [np.array(values, dtype=np.int32) for values in (lhs, offsets, rhs)]
     except OverflowError:
         raise ValueError("a symbol is out of the 32-bit range") from None
     return _core.GrammarRules(arrays[0], arrays[1], arrays[2], num_nonterminals, num_terminals)
-
-
-def set_rules_core(grammar: Grammar, core: "_core.GrammarRules") -> None:
-    """Keep ``core`` (``grammar``'s rules, flat) on ``grammar`` for :func:`rules_core`."""
-    object.__setattr__(grammar, "_rules_core", core)
 
 
 def rules_core(grammar: Grammar) -> "_core.GrammarRules":

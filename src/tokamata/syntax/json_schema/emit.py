@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from ...automata import derivatives as d
 from ...errors import LimitExceeded, SchemaError, Unsupported
-from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, flat_rules, is_terminal, nonterminal,
-                           nonterminal_index, set_rules_core)
+from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index,
+                           rules_core)
 from ...limits import Limits
 from . import lexemes as lx
 from . import numbers as nm
@@ -63,9 +63,6 @@ class Emitter:
         self.nonterminals: list[str] = []
         self.rules: list[Rule] = []
         self._size = 0
-        self._flat_lhs: list[int] = []
-        self._flat_rhs: list[int] = []
-        self._flat_offsets: list[int] = [0]
         self._values: dict[tuple[Conj, int], int] = {}
         self._pending: list[tuple[Conj, int, int]] = []
         self._states: dict[tuple, int] = {}
@@ -88,11 +85,7 @@ class Emitter:
         self._size += len(rhs) + 1
         if self._size > self.limits.max_grammar_symbols:
             raise LimitExceeded("max_grammar_symbols", self._size, self.limits.max_grammar_symbols)
-        index = nonterminal_index(lhs)
-        self.rules.append(Rule(index, tuple(rhs)))
-        self._flat_lhs.append(index)  # the flat arrays of _core.GrammarRules, kept as the rules come
-        self._flat_rhs.extend(rhs)
-        self._flat_offsets.append(len(self._flat_rhs))
+        self.rules.append(Rule(nonterminal_index(lhs), tuple(rhs)))
 
     def value(self, conj: Conj, depth: int) -> int:
         if not self.layout.depth_dependent:
@@ -161,9 +154,9 @@ class Emitter:
 
     # -- objects ----------------------------------------------------------------------------
     def _regions(self, shape: ObjectShape, keys: dict[str, d.Expr],
-                 colon: d.Expr) -> list[tuple[d.Expr, Conj, frozenset, bool]]:
-        """Undeclared keys partitioned by the rules and witnesses they match: (keys, schema
-        of the value, witnesses the member may meet, whether the keys include the colon).
+                 colon: d.Expr) -> list[tuple[d.Expr, Conj, frozenset]]:
+        """Undeclared keys, each followed by the colon, partitioned by the rules and witnesses
+        they match: (keys and colon, schema of the value, witnesses the member may meet).
         ``keys`` maps every declared name to its key and colon (``string_literal_then``)."""
         for language, conj in shape.rules:
             if language is lx.ANY_STRING and FALSE_TERM in conj:
@@ -176,7 +169,7 @@ class Emitter:
             # of every name is built
             conj = TRUE.union(*(c for _, c in shape.rules))
             region = d.difference(d.concat(shape.names, colon), d.alternation(*keys.values()), self.limits)
-            return [] if region is d.NOTHING or FALSE_TERM in conj else [(region, conj, frozenset(), True)]
+            return [] if region is d.NOTHING or FALSE_TERM in conj else [(region, conj, frozenset())]
         names = d.alternation(*(lx.string_literal(n) for n in keys))
         parts = [(d.difference(shape.names, names, self.limits), TRUE, frozenset())]
         splitters = [(language, conj, None) for language, conj in shape.rules]
@@ -202,7 +195,7 @@ class Emitter:
             if region is d.NOTHING or FALSE_TERM in conj:
                 continue
             merged[(conj, met)] = d.alternation(merged.get((conj, met), d.NOTHING), region)
-        return [(region, conj, met, False) for (conj, met), region in merged.items()]
+        return [(d.concat(region, colon), conj, met) for (conj, met), region in merged.items()]
 
     def _object(self, shape: ObjectShape, depth: int, lhs: int) -> None:
         from .strings import name_accepts
@@ -237,11 +230,9 @@ class Emitter:
             key = keys[name]
             key_terminals[i] = (self.terminal(d.concat(opener, key), "open_key"),
                                 self.terminal(d.concat(comma, key), "comma_key"))
-        region_terminals = [(self.terminal(d.concat_all((opener, region) if with_colon else (opener, region, colon)),
-                                           "open_key"),
-                             self.terminal(d.concat_all((comma, region) if with_colon else (comma, region, colon)),
-                                           "comma_key"), conj, met)
-                            for region, conj, met, with_colon in regions]
+        region_terminals = [(self.terminal(d.concat(opener, region), "open_key"),
+                             self.terminal(d.concat(comma, region), "comma_key"), conj, met)
+                            for region, conj, met in regions]
         close = self.terminal(layout.close("}", depth), "close_object")
         tag = ("object", shape, depth)
 
@@ -476,10 +467,7 @@ class Emitter:
     def _finish(self, start: int, source: str) -> Grammar:
         grammar = Grammar(tuple(self.terminals), tuple(self.nonterminals), tuple(self.rules), nonterminal_index(start),
                           (), source)
-        core = flat_rules(self._flat_lhs, self._flat_offsets, self._flat_rhs, len(self.nonterminals),
-                          len(self.terminals))
-        set_rules_core(grammar, core)  # (check_grammar uses it)
-        productive = core.productive()
+        productive = rules_core(grammar).productive()  # (kept on the grammar for check_grammar)
         if not productive[nonterminal_index(start)]:
             raise SchemaError("the schema allows no JSON value")
         if 0 in productive:
