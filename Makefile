@@ -9,7 +9,7 @@ VOCABS  := .cache/vocab/.extracted
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: demo test test-all bench bench-grammar bench-json-schema bench-json-schema-full install clean
+.PHONY: demo test test-all bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
 
 demo: $(BUILT) $(VOCABS)
 	$(PY) -m tokamata demo
@@ -28,6 +28,9 @@ bench-grammar: $(BUILT) $(VOCABS)
 
 bench-json-schema: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_json_schema.py --write benchmarks/RESULTS_json_schema.md
+
+bench-engine: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_engine.py --write benchmarks/RESULTS_engine.md
 
 bench-json-schema-full: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_json_schema.py --full --engines tokamata --write benchmarks/RESULTS_json_schema_full.md

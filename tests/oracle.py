@@ -204,3 +204,14 @@ def _decode_or_none(data: bytes):
     except UnicodeDecodeError:
         return None
     return text if len(text) == 1 else None
+
+
+def python_dfa(pattern: str):
+    """The Python oracle's lazy byte DFA of ``pattern`` (Python derivatives, no C++), whose
+    start state is 0: the independent counterpart of the native lexer a regex compiles to."""
+    from tokamata.automata.dfa import LazyByteDfa
+    from tokamata.automata.lower import lower
+    from tokamata.limits import DEFAULT_LIMITS
+    from tokamata.syntax.regex import parse_regex
+
+    return LazyByteDfa(lower(parse_regex(pattern, DEFAULT_LIMITS)), DEFAULT_LIMITS)

@@ -1,9 +1,10 @@
 // nanobind module tokamata._core: plain data in and out (flat int32/uint8 arrays, 32-bit
-// ids, caller-owned bitmask buffers). Work that scales with the vocabulary runs without the
-// GIL; the lazy DFA of a regex calls back into Python to expand (re-acquiring it), a grammar
-// lexer expands natively through DerivativeDfa (see automata/native.py).
+// ids, caller-owned bitmask buffers). Work that scales with the vocabulary or runs per token
+// runs without the GIL; lexer DFAs expand natively through DerivativeDfa (automata/native.py),
+// calling back into Python only for new lexer start states and foreign expression nodes.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -22,6 +23,7 @@
 #include "tokamata/token_row.hpp"
 #include "tokamata/token_slices.hpp"
 #include "tokamata/token_trie.hpp"
+#include "tokamata/worker_pool.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -47,27 +49,6 @@ std::shared_ptr<TokenTrie> make_trie(U8Array bytes, I64Array offsets, U8Array in
   return std::make_shared<TokenTrie>(bytes.data(), off, in_trie.data(), static_cast<int32_t>(n), vocab_size);
 }
 
-// Wraps a Python callable expand(state, cls, known_states) -> (runs: int32 bytes of
-// (first class, last class, target) triples, one of them covering cls; accepting: bytes and
-// keys: int64 bytes of the states it added).
-LazyDfa::Expander python_expander(nb::object expand, LazyDfa** target) {
-  return [expand, target](int32_t state, int32_t cls) {
-    nb::gil_scoped_acquire acquire;
-    LazyDfa* dfa = *target;
-    nb::tuple parts = nb::cast<nb::tuple>(expand(state, cls, dfa->num_states()));
-    nb::bytes runs = nb::cast<nb::bytes>(parts[0]);
-    nb::bytes accepting = nb::cast<nb::bytes>(parts[1]);
-    nb::bytes keys = nb::cast<nb::bytes>(parts[2]);
-    if (keys.size() != accepting.size() * 8) throw std::logic_error("expand: one key per new state");
-    if (runs.size() % 12 != 0 || runs.size() == 0) throw std::logic_error("expand: runs are int32 triples");
-    dfa->add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()),
-                    reinterpret_cast<const int64_t*>(keys.c_str()), static_cast<int32_t>(accepting.size()));
-    const int32_t* data = reinterpret_cast<const int32_t*>(runs.c_str());
-    for (size_t i = 0; i < runs.size() / 12; ++i) dfa->set_entries(state, data[3 * i], data[3 * i + 1], data[3 * i + 2]);
-  };
-}
-
-using I64Keys = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 std::shared_ptr<TokenSlices> make_slices(std::shared_ptr<TokenTrie> trie, I32Array automaton, I32Array bounds) {
   if (automaton.shape(0) == 0 || automaton.shape(0) % 256 != 0) throw nb::value_error("automaton: 256 entries per state");
@@ -79,39 +60,6 @@ std::shared_ptr<TokenSlices> make_slices(std::shared_ptr<TokenTrie> trie, I32Arr
     nb::gil_scoped_acquire acquire;
     throw nb::value_error(e.what());
   }
-}
-
-std::shared_ptr<RegexCore> make_regex_core(std::shared_ptr<TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
-                                           U8Array class_map, int32_t num_classes, U8Array initial_accepting,
-                                           I64Keys initial_keys, I32Array eos_ids, int32_t max_states,
-                                           nb::object expand, std::shared_ptr<TokenSlices> slices,
-                                           nb::object text_depth, nb::object key) {
-  if (slices && &slices->full() != trie.get()) throw nb::value_error("slices were built over another trie");
-  if (initial_keys.shape(0) != initial_accepting.shape(0)) throw nb::value_error("one key per initial state");
-  if (class_map.shape(0) != 256) throw nb::value_error("class_map must have 256 entries");
-  auto slot = std::make_shared<LazyDfa*>(nullptr);
-  LazyDfa::Expander inner = python_expander(expand, slot.get());
-  // keep the slot alive as long as the expander
-  LazyDfa::Expander expander = [inner, slot](int32_t s, int32_t c) { inner(s, c); };
-  auto dfa = std::make_unique<LazyDfa>(class_map.data(), num_classes, max_states, expander);
-  *slot = dfa.get();
-  if (!key.is_none()) {
-    dfa->set_key_function([key](int32_t state) {
-      nb::gil_scoped_acquire acquire;
-      return nb::cast<int64_t>(key(state));
-    });
-  }
-  dfa->add_states(initial_accepting.data(), initial_keys.data(), static_cast<int32_t>(initial_accepting.shape(0)));
-  std::vector<int32_t> eos(eos_ids.data(), eos_ids.data() + eos_ids.shape(0));
-  std::function<int32_t(int32_t)> text_depth_fn;
-  if (!text_depth.is_none()) {
-    text_depth_fn = [text_depth](int32_t state) {
-      nb::gil_scoped_acquire acquire;
-      return nb::cast<int32_t>(text_depth(state));
-    };
-  }
-  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos),
-                                     std::move(slices), std::move(text_depth_fn));
 }
 
 // A RegexCore over a native lexer DFA: expansions, keys and text depths run in C++ (no
@@ -142,18 +90,13 @@ auto locked(ExprArena& arena, F f) {
   return f();
 }
 
-const TokenRow* row_of(MatcherCore& m) {
-  if (const TokenRow* row = m.row_if_cached()) return row;
-  nb::gil_scoped_release release;
-  return m.row();
-}
-
 void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
   if (index < 0 || index >= static_cast<int64_t>(bitmask.shape(0))) throw nb::index_error("bitmask row index out of range");
-  if (static_cast<int64_t>(bitmask.shape(1)) < m.core().num_words()) throw nb::value_error("bitmask too narrow");
-  const TokenRow* row = row_of(m);
-  m.fill(*row, reinterpret_cast<uint32_t*>(bitmask.data()) + index * bitmask.shape(1),
-         static_cast<int64_t>(bitmask.shape(1)));
+  if (static_cast<int64_t>(bitmask.shape(1)) < m.constraint().num_words()) throw nb::value_error("bitmask too narrow");
+  uint32_t* row = reinterpret_cast<uint32_t*>(bitmask.data()) + index * bitmask.shape(1);
+  const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+  nb::gil_scoped_release release;
+  m.fill(row, width);
 }
 
 using Words = nb::ndarray<uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
@@ -176,10 +119,10 @@ std::shared_ptr<EarleyCore> make_earley(const GrammarRules& rules, int32_t start
 }
 
 // start(allowed_id, known_states) -> (state, accepting: bytes, keys: int64 bytes of the lexer
-// states it added); ends(state) -> int32 bytes of the terminals that may end at state.
+// states it added); the terminals ending at a lexer state come from the native lexer DFA.
 std::shared_ptr<GrammarCore> make_grammar_core(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared,
                                                std::shared_ptr<EarleyCore> parser, U8Array ignored,
-                                               nb::object start, nb::object ends) {
+                                               nb::object start, std::shared_ptr<DerivativeDfa> lexer_dfa) {
   RegexCore* core = lexer.get();
   GrammarCore::StartFn start_fn = [start, core](int32_t allowed_id) {
     nb::gil_scoped_acquire acquire;
@@ -193,16 +136,36 @@ std::shared_ptr<GrammarCore> make_grammar_core(std::shared_ptr<RegexCore> lexer,
                    reinterpret_cast<const int64_t*>(keys.c_str()), static_cast<int32_t>(accepting.size()));
     return state;
   };
-  GrammarCore::EndsFn ends_fn = [ends](int32_t state, std::vector<int32_t>& out) {
-    nb::gil_scoped_acquire acquire;
-    nb::bytes data = nb::cast<nb::bytes>(ends(state));
-    if (data.size() % 4 != 0) throw std::logic_error("ends: int32 bytes");
-    const int32_t* values = reinterpret_cast<const int32_t*>(data.c_str());
-    out.assign(values, values + data.size() / 4);
-  };
+  GrammarCore::EndsFn ends_fn = [lexer_dfa](int32_t state, std::vector<int32_t>& out) { out = lexer_dfa->ends(state); };
   std::vector<uint8_t> ignore(ignored.data(), ignored.data() + ignored.shape(0));
   return std::make_shared<GrammarCore>(std::move(lexer), std::move(shared), std::move(parser), std::move(ignore),
                                        std::move(start_fn), std::move(ends_fn));
+}
+
+std::shared_ptr<ConstraintCore> make_constraint_core(std::shared_ptr<RegexCore> lexer, std::shared_ptr<GrammarCore> grammar,
+                                                     int32_t initial_lexer, bool accepts_empty, I32Array special_offsets,
+                                                     I32Array special_tokens, int64_t max_configurations,
+                                                     size_t mask_cache_size) {
+  std::vector<int32_t> offsets(special_offsets.data(), special_offsets.data() + special_offsets.shape(0));
+  std::vector<int32_t> tokens(special_tokens.data(), special_tokens.data() + special_tokens.shape(0));
+  try {
+    return std::make_shared<ConstraintCore>(std::move(lexer), std::move(grammar), initial_lexer, accepts_empty, std::move(offsets),
+                                            std::move(tokens), max_configurations, mask_cache_size);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
+  }
+}
+
+std::vector<int32_t> set_bits(const uint32_t* bits, int64_t words) {
+  std::vector<int32_t> out;
+  for (int64_t w = 0; w < words; ++w) {
+    uint32_t x = bits[w];
+    while (x) {
+      out.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(x)));
+      x &= x - 1;
+    }
+  }
+  return out;
 }
 
 void check_words(const Words& out, const RegexCore& core) {
@@ -224,7 +187,7 @@ NB_MODULE(_core, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
-    } catch (const ExpansionLimit& e) {
+    } catch (const LimitError& e) {  // the one place a C++ limit becomes tokamata.LimitExceeded
       nb::object error = nb::module_::import_("tokamata.errors").attr("LimitExceeded");
       auto number = [](double x) -> nb::object {
         if (x == static_cast<double>(static_cast<int64_t>(x))) return nb::int_(static_cast<int64_t>(x));
@@ -232,8 +195,6 @@ NB_MODULE(_core, m) {
       };
       nb::object instance = error(e.name, number(e.value), number(e.bound));
       PyErr_SetObject(error.ptr(), instance.ptr());
-    } catch (const LimitError& e) {
-      PyErr_SetString(PyExc_OverflowError, e.what());
     } catch (const std::out_of_range& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     }
@@ -276,9 +237,6 @@ NB_MODULE(_core, m) {
       .def_prop_ro("size", &SharedRowCache::size);
 
   nb::class_<RegexCore>(m, "RegexCore")
-      .def(nb::new_(&make_regex_core), "trie"_a, "shared_rows"_a.none(), "class_map"_a, "num_classes"_a,
-           "initial_accepting"_a, "initial_keys"_a, "eos_ids"_a, "max_states"_a, "expand"_a,
-           "slices"_a.none() = nb::none(), "text_depth"_a.none() = nb::none(), "key"_a.none() = nb::none())
       .def_prop_ro("num_states", &RegexCore::num_states)
       .def_prop_ro("num_cached_rows", &RegexCore::num_cached_rows);
 
@@ -388,7 +346,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<GrammarCore>(m, "GrammarCore")
       .def(nb::new_(&make_grammar_core), "lexer"_a, "shared_events"_a.none(), "parser"_a, "ignored"_a,
-           "start"_a, "ends"_a)
+           "start"_a, "lexer_dfa"_a)
       .def("inside_row", [](GrammarCore& g, int32_t state, Words out) {
         RegexCore& core = g.lexer();
         check_words(out, core);
@@ -424,65 +382,81 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_states", [](GrammarCore& g) { return g.lexer().num_states(); })
       .def_prop_ro("num_event_lists", &GrammarCore::num_event_lists);
 
+  nb::class_<ConstraintCore>(m, "ConstraintCore")
+      .def(nb::new_(&make_constraint_core), "lexer"_a, "grammar"_a.none(), "initial_lexer"_a, "accepts_empty"_a, "special_offsets"_a,
+           "special_tokens"_a, "max_configurations"_a, "mask_cache_size"_a)
+      .def_prop_ro("strategy", [](const ConstraintCore& c) { return static_cast<int32_t>(c.strategy()); })
+      .def_prop_ro("num_cached_masks", &ConstraintCore::num_cached_masks)
+      .def_prop_ro("num_lexer_states", [](const ConstraintCore& c) { return c.lexer().num_states(); })
+      .def_prop_ro("num_cached_rows", [](const ConstraintCore& c) { return c.lexer().num_cached_rows(); });
+
   nb::class_<MatcherCore>(m, "MatcherCore")
-      .def(nb::init<std::shared_ptr<RegexCore>>(), "core"_a)
+      .def(nb::init<std::shared_ptr<ConstraintCore>>(), "constraint"_a)
       .def("fill_bitmask", &fill_one, "bitmask"_a.noconvert(), "index"_a)
       .def("consume", [](MatcherCore& m, int32_t token) {
-        const TokenRow* row = row_of(m);
-        ConsumeStatus status = m.consume(token, *row);
-        if (status == kNeedsExpansion) {
-          nb::gil_scoped_release release;
-          m.consume_expanding(token);
-          status = kAccepted;
+        nb::gil_scoped_release release;
+        return static_cast<int32_t>(m.consume(token));
+      }, "token"_a)
+      .def("consume_many", [](MatcherCore& m, I32Array tokens) {
+        // tokens in order until the first one refused; returns (accepted count, status of the first refusal or 0)
+        const int32_t* data = tokens.data();
+        const size_t n = tokens.shape(0);
+        nb::gil_scoped_release release;
+        size_t count = 0;
+        int32_t status = kAccepted;
+        for (; count < n; ++count) {
+          status = m.consume(data[count]);
+          if (status != kAccepted) break;
         }
-        return static_cast<int32_t>(status);
-      })
-      .def("rollback", &MatcherCore::rollback)
-      .def("is_accepting", [](MatcherCore& m) { return row_of(m)->accepting || m.is_terminated(); })
+        return std::make_pair(count, status);
+      }, "tokens"_a)
+      .def("rollback", &MatcherCore::rollback, "n"_a)
+      .def("is_accepting", &MatcherCore::is_accepting, Release())
       .def("is_terminated", &MatcherCore::is_terminated)
-      .def_prop_ro("state", &MatcherCore::state)
       .def_prop_ro("history_length", &MatcherCore::history_length)
+      .def_prop_ro("num_configurations", &MatcherCore::num_configurations)
+      .def("position", [](const MatcherCore& m) {
+        std::vector<std::tuple<int32_t, int32_t, bool>> out;
+        for (const Configuration& c : m.position()) out.emplace_back(c.parser, c.lexer, c.fresh != 0);
+        return out;
+      })
       .def("copy", [](const MatcherCore& m) { return MatcherCore(m); })
       .def("allowed_tokens", [](MatcherCore& m) {
-        const TokenRow* row = row_of(m);
-        const int64_t words = static_cast<int64_t>(row->bits.size());
+        const int64_t words = m.constraint().num_words();
         std::vector<uint32_t> bits(static_cast<size_t>(words));
-        m.fill(*row, bits.data(), words);
-        std::vector<int32_t> out;
-        for (int64_t w = 0; w < words; ++w) {
-          uint32_t x = bits[w];
-          while (x) {
-            out.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(x)));
-            x &= x - 1;
-          }
+        {
+          nb::gil_scoped_release release;
+          m.fill(bits.data(), words);
         }
-        return out;
+        return set_bits(bits.data(), words);
       });
 
-  m.def("write_bitmask_row", [](Bitmask bitmask, int64_t index, nb::ndarray<const uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> words) {
-    if (index < 0 || index >= static_cast<int64_t>(bitmask.shape(0))) throw nb::index_error("bitmask row index out of range");
-    const int64_t width = static_cast<int64_t>(bitmask.shape(1));
-    if (width < static_cast<int64_t>(words.shape(0))) throw nb::value_error("bitmask too narrow");
-    const int64_t own = std::min<int64_t>(width, static_cast<int64_t>(words.shape(0)));
-    uint32_t* out = reinterpret_cast<uint32_t*>(bitmask.data()) + index * width;
-    std::memcpy(out, words.data(), static_cast<size_t>(own) * 4);
-    if (width > own) std::memset(out + own, 0, static_cast<size_t>(width - own) * 4);
-  }, "bitmask"_a.noconvert(), "index"_a, "words"_a);
-
-  m.def("fill_bitmasks", [](std::vector<MatcherCore*> matchers, Bitmask bitmask, I32Array indices) {
+  m.def("fill_bitmasks", [](std::vector<MatcherCore*> matchers, Bitmask bitmask, I32Array indices, int threads) {
     if (indices.shape(0) != matchers.size()) throw nb::value_error("one row index per matcher");
+    const int64_t width = static_cast<int64_t>(bitmask.shape(1));
     for (size_t i = 0; i < matchers.size(); ++i) {
       if (indices.data()[i] < 0 || indices.data()[i] >= static_cast<int64_t>(bitmask.shape(0)))
         throw nb::index_error("bitmask row index out of range");
+      if (!matchers[i]) throw nb::value_error("None is not a matcher");
+      if (width < matchers[i]->constraint().num_words()) throw nb::value_error("bitmask too narrow");
     }
-    for (MatcherCore* m : matchers) {
-      if (static_cast<int64_t>(bitmask.shape(1)) < m->core().num_words()) throw nb::value_error("bitmask too narrow");
+    uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
+    const int32_t* rows = indices.data();
+    // one work item per distinct matcher (a matcher is used by one thread at a time)
+    std::vector<size_t> order(matchers.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
+    std::vector<size_t> groups;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
     }
+    groups.push_back(order.size());
     nb::gil_scoped_release release;
-    for (size_t i = 0; i < matchers.size(); ++i) {
-      const TokenRow* row = matchers[i]->row();
-      matchers[i]->fill(*row, reinterpret_cast<uint32_t*>(bitmask.data()) + indices.data()[i] * bitmask.shape(1),
-                        static_cast<int64_t>(bitmask.shape(1)));
-    }
-  }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a);
+    WorkerPool::instance().run(threads, groups.size() - 1, [&](size_t g) {
+      for (size_t k = groups[g]; k < groups[g + 1]; ++k) {
+        const size_t i = order[k];
+        matchers[i]->fill(base + rows[i] * width, width);
+      }
+    });
+  }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a, "threads"_a = 1);
 }

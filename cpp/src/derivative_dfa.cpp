@@ -40,7 +40,7 @@ int32_t DerivativeDfa::add_state(int32_t node) {
   if (found != index_.end()) return found->second;
   const int32_t state = static_cast<int32_t>(nodes_.size());
   if (state >= max_states_) {
-    throw ExpansionLimit("max_dfa_states", static_cast<double>(state + 1), static_cast<double>(max_states_));
+    throw LimitError("max_dfa_states", static_cast<double>(state + 1), static_cast<double>(max_states_));
   }
   nodes_.push_back(node);
   own_.emplace_back();
@@ -103,7 +103,7 @@ int32_t DerivativeDfa::target(int32_t state, Own& own, size_t interval) {
 
 void DerivativeDfa::charge(double seconds) {
   elapsed_ += seconds;
-  if (elapsed_ > max_seconds_) throw ExpansionLimit("max_compile_seconds", elapsed_, max_seconds_);
+  if (elapsed_ > max_seconds_) throw LimitError("max_compile_seconds", elapsed_, max_seconds_);
 }
 
 void DerivativeDfa::expand(LazyDfa& dfa, int32_t state, int32_t cls) {

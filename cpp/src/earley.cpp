@@ -194,7 +194,7 @@ void EarleyCore::close(std::vector<Item>& stack, int32_t here, std::vector<int32
     stack.pop_back();
     if (!first_time(item_key(item.position, item.origin))) continue;
     if (++count > max_items_) {
-      throw LimitError("max_earley_items " + std::to_string(count) + " " + std::to_string(max_items_));
+      throw LimitError("max_earley_items", static_cast<double>(count), static_cast<double>(max_items_));
     }
     const int32_t symbol = t_.next_symbol[item.position];
     if (symbol == kEndOfRule) {
@@ -273,7 +273,7 @@ int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
     child = found->second;
   } else {
     if (static_cast<int64_t>(sets_.size()) >= max_sets_) {
-      throw LimitError("max_parser_states " + std::to_string(sets_.size() + 1) + " " + std::to_string(max_sets_));
+      throw LimitError("max_parser_states", static_cast<double>(sets_.size() + 1), static_cast<double>(max_sets_));
     }
     child = static_cast<int32_t>(sets_.size());
     auto fresh = std::make_unique<Set>();

@@ -995,7 +995,7 @@ bool ExprArena::non_empty(ExprKind kind, const std::vector<int32_t>& members) {
     visited_set.emplace(next_key, true);
     visited.push_back(next_key);
     if (static_cast<int64_t>(visited.size()) > search_budget_) {
-      throw ExpansionLimit("max_dfa_states", static_cast<double>(visited.size()), static_cast<double>(search_budget_));
+      throw LimitError("max_dfa_states", static_cast<double>(visited.size()), static_cast<double>(search_budget_));
     }
     path.push_back({next_key, next, representatives(next)});
   }

@@ -1,62 +1,353 @@
-// Matcher hot path; see matcher_core.hpp.
+// The one matcher engine; see matcher_core.hpp.
 #include "tokamata/matcher_core.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace tokamata {
 
-MatcherCore::MatcherCore(std::shared_ptr<RegexCore> core, int32_t start_state)
-    : core_(std::move(core)), state_(start_state) {}
+namespace {
+void sort_unique(std::vector<Configuration>& v) {
+  if (v.size() > 1) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+}
 
-void MatcherCore::fill(const TokenRow& row, uint32_t* out, int64_t num_words) const {
-  const int64_t own = static_cast<int64_t>(row.bits.size());
-  const int32_t vocab = core_->trie().vocab_size();
+void sort_unique(std::vector<Config>& v) {
+  if (v.size() > 1) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+}
+
+void or_into(std::vector<uint32_t>& bits, const std::vector<uint32_t>& other) {
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] |= other[i];
+}
+}  // namespace
+
+ConstraintCore::ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<GrammarCore> grammar,
+                               int32_t initial_lexer, bool accepts_empty, std::vector<int32_t> special_offsets,
+                               std::vector<int32_t> special_tokens, int64_t max_configurations,
+                               size_t mask_cache_size)
+    : lexer_(std::move(lexer)), grammar_(std::move(grammar)), initial_{0, initial_lexer, 1},
+      accepts_empty_(accepts_empty),
+      special_offsets_(std::move(special_offsets)), special_tokens_(std::move(special_tokens)),
+      max_configurations_(max_configurations), mask_cache_size_(std::max<size_t>(mask_cache_size, 1)) {
+  if (!lexer_) throw std::invalid_argument("a constraint needs a lexer");
+  if (initial_lexer < kDead || initial_lexer >= lexer_->num_states()) throw std::invalid_argument("initial lexer state out of range");
+  if (!grammar_ && initial_lexer == kDead) throw std::invalid_argument("a regular constraint needs a live initial state");
+  if (special_offsets_.empty() || special_offsets_.front() != 0 ||
+      static_cast<size_t>(special_offsets_.back()) != special_tokens_.size()) {
+    throw std::invalid_argument("special_offsets must run from 0 to len(special_tokens)");
+  }
+  const size_t num_terminals = special_offsets_.size() - 1;
+  special_terminal_.assign(num_terminals, 0);
+  for (size_t t = 0; t < num_terminals; ++t) {
+    if (special_offsets_[t] > special_offsets_[t + 1]) throw std::invalid_argument("special_offsets must not decrease");
+    for (int32_t i = special_offsets_[t]; i < special_offsets_[t + 1]; ++i) {
+      const int32_t token = special_tokens_[i];
+      if (token < 0 || token >= vocab_size()) throw std::invalid_argument("special token id out of range");
+      special_terminal_[t] = 1;
+      std::vector<int32_t>& terminals = special_of_token_[token];
+      if (terminals.empty() || terminals.back() != static_cast<int32_t>(t)) terminals.push_back(static_cast<int32_t>(t));
+    }
+  }
+  if (!grammar_ && !special_tokens_.empty()) throw std::invalid_argument("a regular constraint has no special tokens");
+  if (grammar_ && accepts_empty_) throw std::invalid_argument("accepts_empty is for regular constraints");
+}
+
+// ------------------------------------------------------------------------------ caches
+
+size_t ConstraintCore::num_cached_masks() const {
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  return masks_.size() + positions_.size();
+}
+
+void ConstraintCore::remember(const Configuration& c, MaskPtr mask) {
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  if (!masks_.emplace(c, std::move(mask)).second) return;
+  mask_order_.push_back(c);
+  if (mask_order_.size() > mask_cache_size_) {
+    masks_.erase(mask_order_.front());
+    mask_order_.pop_front();
+  }
+}
+
+void ConstraintCore::remember(std::vector<Configuration> position, MaskPtr mask) {
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  auto [it, added] = positions_.emplace(std::move(position), std::move(mask));
+  if (!added) return;
+  position_order_.push_back(it->first);
+  if (position_order_.size() > mask_cache_size_) {
+    positions_.erase(position_order_.front());
+    position_order_.pop_front();
+  }
+}
+
+// ------------------------------------------------------------------------------ masks
+
+void ConstraintCore::boundary_parsers(const Configuration& c, std::vector<int32_t>& out) {
+  out.clear();
+  if (c.fresh) out.push_back(c.parser);
+  if (c.lexer == kDead) return;
+  for (int32_t terminal : grammar_->ends_of(c.lexer)) {
+    const int32_t after = grammar_->after_lexeme(c.parser, terminal);
+    if (after >= 0 && std::find(out.begin(), out.end(), after) == out.end()) out.push_back(after);
+  }
+}
+
+bool ConstraintCore::configuration_accepting(const Configuration& c) {
+  {
+    std::lock_guard<std::mutex> guard(cache_mu_);
+    auto it = accepting_.find(c);
+    if (it != accepting_.end()) return it->second;
+  }
+  std::vector<int32_t> parsers;
+  {
+    std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+    boundary_parsers(c, parsers);
+  }
+  bool found = false;
+  for (int32_t p : parsers) found = found || grammar_->parser().accepting(p);
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  if (accepting_.size() > 16 * mask_cache_size_) accepting_.clear();
+  accepting_.emplace(c, found);
+  return found;
+}
+
+MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
+  {
+    std::lock_guard<std::mutex> guard(cache_mu_);
+    auto it = masks_.find(c);
+    if (it != masks_.end()) return it->second;
+  }
+  auto mask = std::make_shared<TokenRow>();
+  mask->bits.assign(static_cast<size_t>(num_words()), 0u);
+  if (c.lexer != kDead) {
+    grammar_->events(c.lexer);  // the events walk computes the inside row on the way
+    or_into(mask->bits, lexer_->shared_row(c.lexer)->bits);
+    grammar_->crossing(c.parser, c.lexer, mask->bits.data());
+    if (!c.fresh) {  // the lexeme may end right here: tokens may start the next one
+      std::vector<Config> next;
+      {
+        std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+        grammar_->boundary(c.parser, c.lexer, next);
+      }
+      for (const Config& n : next) or_into(mask->bits, configuration_mask(Configuration{n.parser, n.state, 1})->bits);
+    }
+  }
+  if (!special_tokens_.empty()) {
+    std::vector<int32_t> parsers;
+    {
+      std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+      boundary_parsers(c, parsers);
+    }
+    for (int32_t p : parsers) {
+      for (int32_t t : grammar_->parser().allowed(p)) {
+        if (!special_terminal_[t]) continue;
+        for (int32_t i = special_offsets_[t]; i < special_offsets_[t + 1]; ++i) {
+          const int32_t token = special_tokens_[i];
+          mask->bits[token >> 5] |= 1u << (token & 31);
+        }
+      }
+    }
+  }
+  mask->accepting = configuration_accepting(c);
+  for (uint32_t w : mask->bits) mask->num_allowed += __builtin_popcount(w);
+  MaskPtr done = std::move(mask);
+  remember(c, done);
+  return done;
+}
+
+MaskPtr ConstraintCore::regular_mask(const Configuration& c) {
+  MaskPtr row = lexer_->shared_row(c.lexer);
+  if (!c.fresh || !accepts_empty_ || row->accepting) return row;
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  if (!initial_mask_) {
+    auto accepting = std::make_shared<TokenRow>(*row);
+    accepting->accepting = true;
+    initial_mask_ = std::move(accepting);
+  }
+  return initial_mask_;
+}
+
+MaskPtr ConstraintCore::mask(const Configuration* position, size_t size) {
+  if (size == 0) throw std::logic_error("mask of an empty position");
+  if (!grammar_) return regular_mask(position[0]);
+  if (size == 1) return configuration_mask(position[0]);
+  std::vector<Configuration> key(position, position + size);
+  {
+    std::lock_guard<std::mutex> guard(cache_mu_);
+    auto it = positions_.find(key);
+    if (it != positions_.end()) return it->second;
+  }
+  auto mask = std::make_shared<TokenRow>();
+  mask->bits.assign(static_cast<size_t>(num_words()), 0u);
+  for (size_t i = 0; i < size; ++i) {
+    MaskPtr part = configuration_mask(position[i]);
+    or_into(mask->bits, part->bits);
+    mask->accepting = mask->accepting || part->accepting;
+  }
+  for (uint32_t w : mask->bits) mask->num_allowed += __builtin_popcount(w);
+  MaskPtr done = std::move(mask);
+  remember(std::move(key), done);
+  return done;
+}
+
+bool ConstraintCore::accepting(const Configuration* position, size_t size) {
+  if (!grammar_) {
+    if (position[0].fresh && accepts_empty_) return true;
+    if (const TokenRow* row = lexer_->cached_row(position[0].lexer)) return row->accepting;
+    std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+    return lexer_->dfa().accepting(position[0].lexer);
+  }
+  for (size_t i = 0; i < size; ++i) {
+    if (configuration_accepting(position[i])) return true;
+  }
+  return false;
+}
+
+// ------------------------------------------------------------------------------ consuming
+
+void ConstraintCore::advance(const Configuration* position, size_t size, int32_t token,
+                             std::vector<Configuration>& out) {
+  out.clear();
+  const TokenTrie& trie = lexer_->trie();
+  const bool text = token < trie.num_tokens() && trie.in_trie(token);
+  if (!grammar_) {
+    if (!text) return;
+    const int32_t state = position[0].lexer;
+    const TokenRow* row = lexer_->cached_row(state);
+    if (!row) row = lexer_->compute_row(state);
+    if (!((row->bits[token >> 5] >> (token & 31)) & 1u)) return;
+    int32_t next = lexer_->advance(state, token);
+    if (next == kUnknown) next = lexer_->advance_expanding(state, token);
+    out.push_back(Configuration{0, next, 0});
+    return;
+  }
+  auto special = special_of_token_.find(token);
+  if (special != special_of_token_.end()) {  // the token spells special terminals (and maybe text too)
+    std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+    std::vector<int32_t> parsers;
+    for (size_t i = 0; i < size; ++i) {
+      boundary_parsers(position[i], parsers);
+      for (int32_t after : parsers) {
+        for (int32_t terminal : special->second) {
+          const int32_t p = grammar_->parser().scan(after, terminal);
+          if (p >= 0) out.push_back(Configuration{p, grammar_->start_of(p), 1});
+        }
+      }
+    }
+  }
+  if (text) advance_text(position, size, token, out);
+  sort_unique(out);
+}
+
+void ConstraintCore::advance_text(const Configuration* position, size_t size, int32_t token,
+                                  std::vector<Configuration>& out) {
+  const TokenTrie& trie = lexer_->trie();
+  const uint8_t* data = trie.token_data(token);
+  const int64_t length = trie.token_length(token);
+  std::vector<Config> current, following;
+  for (size_t i = 0; i < size; ++i) {
+    if (position[i].lexer != kDead) current.push_back(Config{position[i].parser, position[i].lexer});
+  }
+  sort_unique(current);
+  std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+  LazyDfa& dfa = lexer_->dfa();
+  for (int64_t i = 0; i < length && !current.empty(); ++i) {
+    const uint8_t byte = data[i];
+    following.clear();
+    for (const Config& c : current) {
+      const int32_t next = dfa.step(c.state, byte);
+      if (next != kDead) following.push_back(Config{c.parser, next});
+      for (int32_t terminal : grammar_->ends_of(c.state)) {
+        const int32_t after = grammar_->after_lexeme(c.parser, terminal);
+        if (after < 0) continue;
+        const int32_t start = grammar_->start_of(after);
+        if (start == kDead) continue;
+        const int32_t resumed = dfa.step(start, byte);
+        if (resumed != kDead) following.push_back(Config{after, resumed});
+      }
+    }
+    sort_unique(following);
+    if (static_cast<int64_t>(following.size()) > max_configurations_) {
+      throw LimitError("max_lexer_configurations", static_cast<double>(following.size()),
+                       static_cast<double>(max_configurations_));
+    }
+    current.swap(following);
+  }
+  for (const Config& c : current) out.push_back(Configuration{c.parser, c.state, 0});
+}
+
+// ------------------------------------------------------------------------------ the matcher
+
+MatcherCore::MatcherCore(std::shared_ptr<ConstraintCore> constraint) : constraint_(std::move(constraint)) {
+  stack_.push_back(constraint_->initial());
+  starts_.push_back(0);
+}
+
+const MaskPtr& MatcherCore::current_mask() {
+  if (!mask_) mask_ = constraint_->mask(stack_.data() + starts_.back(), num_configurations());
+  return mask_;
+}
+
+void MatcherCore::fill(uint32_t* out, int64_t num_words) {
+  const int32_t vocab = constraint_->vocab_size();
+  bool eos = terminated_;
   if (terminated_) {
     std::memset(out, 0, static_cast<size_t>(num_words) * 4);
   } else {
-    const int64_t copy = std::min(own, num_words);
+    const TokenRow& row = *current_mask();
+    const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row.bits.size()), num_words);
     std::memcpy(out, row.bits.data(), static_cast<size_t>(copy) * 4);
     if (num_words > copy) std::memset(out + copy, 0, static_cast<size_t>(num_words - copy) * 4);
+    eos = row.accepting;
   }
-  if (terminated_ || row.accepting) {
-    for (int32_t e : core_->eos_ids()) {
+  if (eos) {
+    for (int32_t e : constraint_->lexer().eos_ids()) {
       if (e < vocab && (e >> 5) < num_words) out[e >> 5] |= 1u << (e & 31);
     }
   }
 }
 
-ConsumeStatus MatcherCore::consume(int32_t token, const TokenRow& row) {
-  if (token < 0 || token >= core_->trie().vocab_size()) return kOutOfRange;
+bool MatcherCore::is_accepting() {
+  if (terminated_) return true;
+  if (mask_) return mask_->accepting;
+  return constraint_->accepting(stack_.data() + starts_.back(), num_configurations());
+}
+
+ConsumeStatus MatcherCore::consume(int32_t token) {
+  if (token < 0 || token >= constraint_->vocab_size()) return kOutOfRange;
   if (terminated_) return kRefused;
-  if (core_->is_eos(token)) {
-    if (!row.accepting) return kRefused;
-    history_.push_back(state_);
+  if (constraint_->ends_output(token)) {
+    if (!is_accepting()) return kRefused;
     terminated_ = true;
     return kAccepted;
   }
-  if (!((row.bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
-  const int32_t next = core_->advance(state_, token);
-  if (next == kUnknown) return kNeedsExpansion;
-  history_.push_back(state_);
-  state_ = next;
+  if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
+  constraint_->advance(stack_.data() + starts_.back(), num_configurations(), token, scratch_);
+  if (scratch_.empty()) return kRefused;
+  starts_.push_back(static_cast<uint32_t>(stack_.size()));
+  stack_.insert(stack_.end(), scratch_.begin(), scratch_.end());
+  mask_.reset();
   return kAccepted;
-}
-
-void MatcherCore::consume_expanding(int32_t token) {
-  const int32_t next = core_->advance_expanding(state_, token);
-  history_.push_back(state_);
-  state_ = next;
 }
 
 int32_t MatcherCore::rollback(int32_t n) {
   int32_t undone = 0;
-  while (undone < n && !history_.empty()) {
+  while (undone < n) {
     if (terminated_) {
       terminated_ = false;
+    } else if (starts_.size() > 1) {
+      stack_.resize(starts_.back());
+      starts_.pop_back();
+      mask_.reset();
+    } else {
+      break;
     }
-    state_ = history_.back();
-    history_.pop_back();
     ++undone;
   }
   return undone;

@@ -21,7 +21,7 @@ LazyDfa::LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_stat
 }
 
 void LazyDfa::add_states(const uint8_t* accepting, const int64_t* keys, int32_t count) {
-  if (count < 0 || num_states_ + count > max_states_) throw LimitError("max_dfa_states");
+  if (count < 0 || num_states_ + count > max_states_) throw LimitError("max_dfa_states", static_cast<double>(num_states_) + count, max_states_);
   for (int32_t i = 0; i < count; ++i) {
     const int32_t s = num_states_ + i;
     auto& block = blocks_[s / kBlockStates];
@@ -133,6 +133,12 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
   std::lock_guard<std::mutex> guard(cache_mu_);
   rows_.emplace(state, std::move(row));
   return published;
+}
+
+std::shared_ptr<const TokenRow> RegexCore::shared_row(int32_t state) {
+  compute_row(state);
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  return rows_.at(state);
 }
 
 const TokenRow* RegexCore::publish_row(int32_t state, std::shared_ptr<const TokenRow> row) {

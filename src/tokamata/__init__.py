@@ -16,11 +16,10 @@ extendable to a full match.
 """
 
 from .bitmask import allocate_bitmask, apply_bitmask
-from .compile import Constraint, clear_caches, compile_regex
-from .grammar.compile import (compile_gbnf, compile_grammar, compile_grammar_ir, compile_json,
-                              compile_json_schema)
-from .grammar.constraint import GrammarConstraint
-from .grammar.matcher import GrammarMatcher
+from .caches import clear_caches
+from .compile import (compile_gbnf, compile_grammar, compile_grammar_ir, compile_json, compile_json_schema,
+                      compile_regex)
+from .constraint import Constraint
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
                      Unsupported, VocabularyError)
 from .limits import Limits
@@ -31,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
-    "GrammarConstraint", "GrammarMatcher", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir",
+    "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
     "InvalidArgument",
 ]

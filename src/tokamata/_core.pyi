@@ -39,16 +39,9 @@ class SharedRowCache:
     def size(self) -> int: ...
 
 class RegexCore:
-    """A lazily expanded byte DFA bound to a trie, with its per-state token rows."""
+    """A lazily expanded byte DFA (a native lexer DFA) bound to a trie, with its per-state
+    token rows; made by :func:`native_regex_core`."""
 
-    def __init__(self, trie: TokenTrie, shared_rows: SharedRowCache | None, class_map: npt.NDArray[np.uint8],
-                 num_classes: int, initial_accepting: npt.NDArray[np.uint8], initial_keys: npt.NDArray[np.int64],
-                 eos_ids: npt.NDArray[np.int32], max_states: int,
-                 expand: Callable[[int, int, int], tuple[bytes, bytes, bytes]],
-                 slices: TokenSlices | None = None, text_depth: Callable[[int], int] | None = None,
-                 key: Callable[[int], int] | None = None) -> None:
-        """``key(state)``: the structural key of a state whose key was given as ``KEY_LATER``
-        (the minimum int64), asked the first time a row or boundary list needs it."""
     @property
     def num_states(self) -> int: ...
     @property
@@ -123,7 +116,7 @@ class EarleyCore:
 
     def __init__(self, rules: GrammarRules, start: int, max_items: int, max_sets: int) -> None: ...
     def scan(self, handle: int, terminal: int) -> int:
-        """The state after ``terminal``, or -1; raises OverflowError("limit value bound")."""
+        """The state after ``terminal``, or -1; raises tokamata.LimitExceeded."""
     def accepting(self, handle: int) -> bool: ...
     def allowed_id(self, handle: int) -> int: ...
     def allowed(self, handle: int) -> list[int]: ...
@@ -136,7 +129,10 @@ class GrammarCore:
 
     def __init__(self, lexer: RegexCore, shared_events: SharedEventCache | None, parser: EarleyCore,
                  ignored: npt.NDArray[np.uint8], start: Callable[[int, int], tuple[int, bytes, bytes]],
-                 ends: Callable[[int], bytes]) -> None: ...
+                 lexer_dfa: DerivativeDfa) -> None:
+        """``start(allowed_id, known_states)``: the lexer state a lexeme starts in after a
+        parser state whose allowed set is ``allowed_id``, with the accepting flags and keys
+        of the lexer states added since ``known_states``."""
     def inside_row(self, state: int, out: npt.NDArray[np.uint32]) -> int:
         """Overwrite ``out`` with the tokens that keep lexer state ``state`` live."""
     def crossing(self, parser: int, state: int, out: npt.NDArray[np.uint32]) -> int:
@@ -148,23 +144,44 @@ class GrammarCore:
     @property
     def num_event_lists(self) -> int: ...
 
+class ConstraintCore:
+    """A constraint's positions: masks and advances for every matcher of it (strategy 0:
+    regular, one lexer state per position; 1: Earley, lexer x parser configurations)."""
+
+    def __init__(self, lexer: RegexCore, grammar: GrammarCore | None, initial_lexer: int, accepts_empty: bool,
+                 special_offsets: npt.NDArray[np.int32], special_tokens: npt.NDArray[np.int32],
+                 max_configurations: int, mask_cache_size: int) -> None: ...
+    @property
+    def strategy(self) -> int: ...
+    @property
+    def num_cached_masks(self) -> int: ...
+    @property
+    def num_lexer_states(self) -> int: ...
+    @property
+    def num_cached_rows(self) -> int: ...
+
 class MatcherCore:
-    def __init__(self, core: RegexCore) -> None: ...
+    """One sequence's position in a ConstraintCore, with its history; every method that may
+    compute runs without the GIL."""
+
+    def __init__(self, constraint: ConstraintCore) -> None: ...
     def fill_bitmask(self, bitmask: Any, index: int) -> None: ...
     def consume(self, token: int) -> int:
         """0 accepted, 1 refused, 2 id out of range."""
+    def consume_many(self, tokens: npt.NDArray[np.int32]) -> tuple[int, int]:
+        """(tokens accepted before the first refusal, that refusal's status or 0)."""
     def rollback(self, n: int) -> int: ...
     def is_accepting(self) -> bool: ...
     def is_terminated(self) -> bool: ...
     @property
-    def state(self) -> int: ...
-    @property
     def history_length(self) -> int: ...
+    @property
+    def num_configurations(self) -> int: ...
+    def position(self) -> list[tuple[int, int, bool]]:
+        """The current configurations (parser, lexer, fresh)."""
     def copy(self) -> MatcherCore: ...
     def allowed_tokens(self) -> list[int]: ...
 
-def write_bitmask_row(bitmask: Any, index: int, words: npt.NDArray[np.uint32]) -> None:
-    """Copy ``words`` into row ``index`` of an int32 bitmask, zeroing the rest of the row."""
-
-def fill_bitmasks(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32]) -> None:
-    """Fill one bitmask row per matcher, without the GIL."""
+def fill_bitmasks(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32],
+                  threads: int = 1) -> None:
+    """Fill one bitmask row per matcher, without the GIL, on up to ``threads`` threads."""

@@ -1,70 +1,41 @@
-"""Compiling constraints: text -> automaton -> a :class:`Constraint` bound to a vocabulary.
+"""The front doors: text (a regex, a Lark or GBNF grammar, a JSON Schema) -> front end ->
+grammar IR -> the one :class:`~tokamata.Constraint`.
 
 Invariants:
-- A :class:`Constraint` is immutable and thread-safe; matchers created from it share its
-  lazily built DFA and its cache of token rows (one per DFA state). Rows are also shared
-  across constraints over the same vocabulary, keyed by the state's expression.
-- Every error about the pattern is raised here, before any matcher exists; errors that
-  depend on how far decoding goes (lazy states crossing ``Limits.max_dfa_states``) are
-  raised by the matcher call that reaches them, as :class:`LimitExceeded`.
+- Every front end lowers its input to grammar IR (a regex is the one-terminal grammar) and
+  raises every error about the text here, before any matcher exists: :class:`InvalidSyntax`
+  and :class:`Unsupported` with where they are (regex span, grammar line and column, JSON
+  pointer). Errors that depend on how far decoding goes come from the matcher call that
+  reaches them, as :class:`LimitExceeded`.
+- Arguments are checked first (:class:`InvalidArgument`): limits, vocabulary, text types.
 """
 
 from __future__ import annotations
 
-import sys
+from typing import Any, Mapping
 
-import numpy as np
-
-from . import _core
-from .automata.dfa import LazyByteDfa
+from .automata import derivatives as d
 from .automata.lower import lower
+from .caches import clear_caches
+from .constraint import Constraint
 from .errors import InvalidArgument, InvalidSyntax
+from .grammar.ir import Grammar, check_grammar, lexeme_grammar
+from .grammar.json import json_grammar, whitespace_bound
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.regex import parse_regex
-from .trie import core_trie, shared_rows
-from .slices import core_slices, text_depth_callback
 
-__all__ = ["compile_regex", "Constraint", "clear_caches"]
+__all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
+           "compile_grammar_ir", "clear_caches"]
 
 
-class Constraint:
-    """A compiled constraint over one vocabulary. Create matchers with :meth:`matcher`.
+def _check_vocab(vocab) -> None:
+    if not hasattr(vocab, "token_bytes") or not hasattr(vocab, "eos_token_ids"):
+        raise InvalidArgument(f"vocab must be a tokamata.Vocabulary, got {type(vocab).__name__}")
 
-    Example::
 
-        c = tokamata.compile_regex(r"\\d{4}-\\d{2}", vocab)
-        m = c.matcher()
-        bitmask = tokamata.allocate_bitmask(1, vocab.size)
-        m.fill_bitmask(bitmask)
-    """
-
-    def __init__(self, pattern: str, vocab, dfa: LazyByteDfa, limits: Limits):
-        self.pattern = pattern
-        self.vocab = vocab
-        self.limits = limits
-        self.vocab_size = int(vocab.size)  #: logit columns (ids past the tokenizer's are padding)
-        self._dfa = dfa
-        eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)
-        self._core = _core.RegexCore(
-            core_trie(vocab), shared_rows(vocab), dfa.class_map, dfa.num_classes,
-            np.asarray([1 if dfa.accepting(0) else 0], dtype=np.uint8),
-            np.asarray([dfa.key(0)], dtype=np.int64),
-            eos, limits.max_dfa_states, dfa.expand_for_core,
-            slices=core_slices(vocab), text_depth=text_depth_callback(dfa))
-
-    @property
-    def num_states(self) -> int:
-        """DFA states built so far (they are built lazily)."""
-        return self._dfa.num_states
-
-    def matcher(self) -> "Matcher":
-        """A fresh matcher at the start of the output."""
-        from .matcher import Matcher
-
-        return Matcher(self, _core.MatcherCore(self._core))
-
-    def __repr__(self) -> str:
-        return f"Constraint(regex={self.pattern!r}, vocab_size={self.vocab_size}, states={self.num_states})"
+def _constraint(grammar: Grammar, vocab, limits: Limits, description: str, **details) -> Constraint:
+    _check_vocab(vocab)
+    return Constraint(check_grammar(grammar, limits), vocab, limits, description, **details)
 
 
 def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constraint:
@@ -79,40 +50,114 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constrai
     >>> m.allowed_tokens().tolist()
     [0, 2]
     """
+    limits = _limits(limits)
+    _check_vocab(vocab)
+    tree = parse_regex(_text(pattern, "pattern"), limits)
+    expr = lower(tree)
+    if expr is d.NOTHING:
+        raise InvalidSyntax("the regex matches no string (empty language)", pattern, (0, len(pattern)))
+    return Constraint(lexeme_grammar("REGEX", expr), vocab, limits, "regex", source=pattern)
+
+
+def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,
+                       description: str = "grammar") -> Constraint:
+    """Compile a grammar given as IR (what every front end produces)."""
+    limits = _limits(limits)
+    if not isinstance(grammar, Grammar):
+        raise InvalidArgument(f"grammar must be a tokamata Grammar, got {type(grammar).__name__}")
+    return _constraint(grammar, vocab, limits, description)
+
+
+def _limits(limits: Limits | None) -> Limits:
     limits = DEFAULT_LIMITS if limits is None else limits
     if not isinstance(limits, Limits):
         raise InvalidArgument(f"limits must be a tokamata.Limits, got {type(limits).__name__}")
-    if not hasattr(vocab, "token_bytes") or not hasattr(vocab, "eos_token_ids"):
-        raise InvalidArgument(f"vocab must be a tokamata.Vocabulary, got {type(vocab).__name__}")
-    tree = parse_regex(pattern, limits)
-    dfa = LazyByteDfa(lower(tree), limits)
-    if dfa.is_empty:
-        raise InvalidSyntax("the regex matches no string (empty language)", pattern, (0, len(pattern)))
-    return Constraint(pattern, vocab, dfa, limits)
+    return limits
 
 
-def clear_caches(vocab=None) -> None:
-    """Release process-wide caches: the interned automaton expressions with their memoized
-    derivatives, the JSON Schema front end's spellings of string literals (keys, enum
-    strings) and, if ``vocab`` is given, the token rows shared by its constraints. (The
-    native arena of grammar lexers is released only once it holds more than
-    ``tokamata.automata.native.ARENA_NODES_KEPT`` nodes: expressions the front ends keep
-    across calls, such as formats and per-character spellings, keep their native
-    counterparts while it lives.)
+def _text(text, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidArgument(f"the {what} must be a str, got {type(text).__name__}")
+    return text
 
-    Long-running servers that compile many distinct constraints can call this now and then;
-    constraints and matchers that exist keep working (they hold what they use), later
-    compiles just start cold.
+
+def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None,
+                    registry: Mapping[str, Any] | None = None) -> Constraint:
+    """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
+    of ``start``. Lexemes may end wherever their terminal matches, as with lark's Earley
+    parser and ``lexer="dynamic_complete"``. ``registry`` serves the ``$ref``s of ``%json``
+    schemas into other documents, as for :func:`compile_json_schema` (nothing is fetched).
 
     >>> import tokamata
-    >>> tokamata.clear_caches()
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
+    >>> m = tokamata.compile_grammar('start: "a"+ "b"', vocab).matcher()
+    >>> m.allowed_tokens().tolist()
+    [0, 2]
     """
-    from .automata import derivatives
-    from .trie import drop_shared_rows
+    from .syntax.lark import parse_lark
 
-    derivatives.clear_interned()
-    lexemes = sys.modules.get("tokamata.syntax.json_schema.lexemes")  # (not imported for it)
-    if lexemes is not None:
-        lexemes.string_literal.cache_clear()
-    if vocab is not None:
-        drop_shared_rows(vocab)
+    limits = _limits(limits)
+    grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=start, registry=registry)
+    return _constraint(grammar, vocab, limits, "lark grammar", source=text)
+
+
+def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None) -> Constraint:
+    """Compile a llama.cpp GBNF grammar; the whole output must be a sentence of ``start``."""
+    from .syntax.gbnf import parse_gbnf
+
+    limits = _limits(limits)
+    grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=start)
+    return _constraint(grammar, vocab, limits, "GBNF grammar", source=text)
+
+
+def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -> Constraint:
+    """Any JSON value (RFC 8259). ``whitespace``: ``"compact"`` (none, the default),
+    ``"flexible"`` (up to 20 whitespace characters wherever JSON allows whitespace) or an int
+    bound per place.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"[", b"]", b"1", b" ", None], eos_token_ids=[4])
+    >>> m = tokamata.compile_json(vocab).matcher()
+    >>> m.consume(0), m.allowed_tokens().tolist()
+    (True, [0, 1, 2])
+    """
+    limits = _limits(limits)
+    bound = whitespace_bound(whitespace)
+    return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}")
+
+
+def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: bool = False,
+                        approximate=frozenset(), ignore_unknown_formats: bool = False,
+                        property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
+                        limits: Limits | None = None,
+                        registry: Mapping[str, Any] | None = None) -> Constraint:
+    """Compile a JSON Schema (a dict, a bool, or its JSON text): the output must be a JSON text
+    valid against it. Keywords that cannot be enforced exactly raise :class:`Unsupported` with
+    their JSON pointer unless named in ``approximate`` (then ``constraint.report()`` lists
+    them); a malformed schema raises :class:`SchemaError`.
+
+    ``whitespace``: ``"compact"`` (none), ``"flexible"`` (up to ``max_whitespace`` characters
+    wherever JSON allows) or ``"pretty"`` (``indent`` spaces per level). ``strict=True`` makes
+    an absent ``additionalProperties`` false. ``property_order``: ``"schema"`` or ``"any"``.
+    ``registry``: a mapping from absolute URI to schema document, for ``$ref`` to other
+    documents (nothing is ever fetched; an unregistered one raises :class:`Unsupported`).
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"1", b"2", b"-", None], eos_token_ids=[3])
+    >>> m = tokamata.compile_json_schema({"type": "integer", "minimum": 1}, vocab).matcher()
+    >>> m.allowed_tokens().tolist()
+    [0, 1]
+    >>> positive = {"https://example.com/positive.json": {"type": "integer", "minimum": 1}}
+    >>> schema = {"$ref": "https://example.com/positive.json"}
+    >>> m = tokamata.compile_json_schema(schema, vocab, registry=positive).matcher()
+    >>> m.allowed_tokens().tolist()
+    [0, 1]
+    """
+    from .syntax.json_schema import schema_to_grammar
+
+    limits = _limits(limits)
+    grammar, report = schema_to_grammar(
+        schema, limits, whitespace=whitespace, strict=strict, approximate=approximate,
+        ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
+        max_whitespace=max_whitespace, registry=registry)
+    return _constraint(grammar, vocab, limits, "JSON Schema", approximations=tuple(report))

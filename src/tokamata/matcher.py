@@ -1,10 +1,14 @@
-"""The per-sequence matcher: fill_bitmask / consume / rollback on the C++ hot path.
+"""The one per-sequence matcher: fill_bitmask / consume / rollback, all on the C++ hot path
+(``cpp/include/tokamata/matcher_core.hpp``), for every kind of constraint.
 
 Invariants:
-- A matcher's state only changes through ``consume``/``consume_many`` (forward) and
+- A matcher's position only changes through ``consume``/``consume_many`` (forward) and
   ``rollback`` (back); a refused token leaves it unchanged.
-- EOS is allowed exactly when the output so far is a full match; consuming it terminates
-  the matcher, after which only EOS is allowed in bitmasks and ``allowed_tokens`` is empty.
+- ``fill_bitmask`` sets exactly the tokens ``consume`` accepts. EOS is allowed exactly when
+  the output so far is complete; consuming it terminates the matcher, after which only EOS
+  is set in bitmasks and ``allowed_tokens`` is empty.
+- ``fill_bitmask``, ``consume``, ``consume_many``, ``is_accepting`` and ``fill_bitmasks``
+  run without the GIL. A matcher is used by one thread at a time; constraints are shared.
 - Argument errors (token ids out of range, bitmask of the wrong dtype/shape/device) raise
   :class:`InvalidArgument` before anything is written.
 """
@@ -20,9 +24,8 @@ from .errors import InvalidArgument
 
 __all__ = ["Matcher", "fill_bitmasks"]
 
-
 class Matcher:
-    """Where one sequence is in a :class:`~tokamata.compile.Constraint`.
+    """Where one sequence is in a :class:`~tokamata.Constraint`.
 
     Example::
 
@@ -55,18 +58,21 @@ class Matcher:
         return np.asarray(self._core.allowed_tokens(), dtype=np.int32)
 
     def consume(self, token_id: int) -> bool:
-        """Advance by one token. Returns False (state unchanged) if it is not allowed."""
-        status = self._core.consume(_token(token_id, self.constraint.vocab_size))
+        """Advance by one token. Returns False (position unchanged) if it is not allowed."""
+        if type(token_id) is not int:
+            token_id = _token_id(token_id)
+        if not 0 <= token_id < self.constraint.vocab_size:
+            raise InvalidArgument(f"token id {token_id} out of range [0, {self.constraint.vocab_size})")
+        status = self._core.consume(token_id)
         return status == 0
 
     def consume_many(self, token_ids: Iterable[int]) -> int:
         """Consume tokens in order; returns how many were accepted before the first refusal."""
-        count = 0
-        size = self.constraint.vocab_size
-        for token in token_ids:
-            if self._core.consume(_token(token, size)) != 0:
-                break
-            count += 1
+        tokens = [_token_id(t) for t in token_ids]
+        for t in tokens:
+            if not 0 <= t < self.constraint.vocab_size:
+                raise InvalidArgument(f"token id {t} out of range [0, {self.constraint.vocab_size})")
+        count, _ = self._core.consume_many(np.asarray(tokens, dtype=np.int32))
         return count
 
     def rollback(self, n: int = 1) -> None:
@@ -78,7 +84,7 @@ class Matcher:
         self._core.rollback(int(n))
 
     def is_accepting(self) -> bool:
-        """The output so far is a complete match (EOS is allowed now)."""
+        """The output so far is complete (EOS is allowed now)."""
         return self._core.is_accepting()
 
     def is_terminated(self) -> bool:
@@ -94,14 +100,21 @@ class Matcher:
         """Tokens consumed so far and not rolled back."""
         return self._core.history_length
 
+    @property
+    def num_configurations(self) -> int:
+        """Ways the output so far lexes and parses (1 for unambiguous text)."""
+        return self._core.num_configurations
+
     def __repr__(self) -> str:
         return (f"Matcher(consumed={self._core.history_length}, accepting={self.is_accepting()}, "
-                f"terminated={self.is_terminated()})")
+                f"terminated={self.is_terminated()}, configurations={self._core.num_configurations})")
 
 
-def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] | None = None) -> None:
+def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] | None = None, *,
+                  threads: int = 1) -> None:
     """Fill row ``indices[i]`` (default ``i``) of ``bitmask`` for each matcher, in one call
-    that releases the GIL for the whole batch.
+    that releases the GIL for the whole batch; ``threads > 1`` spreads the matchers over that
+    many threads (a matcher listed twice is filled by one thread).
 
     Example::
 
@@ -110,35 +123,27 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
     from . import _core
 
     matchers = list(matchers)
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
+        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
     rows = np.arange(len(matchers), dtype=np.int32) if indices is None else np.asarray(indices, dtype=np.int32)
     if rows.shape != (len(matchers),):
         raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0] if rows.ndim else rows} for {len(matchers)}")
-    from .grammar.matcher import GrammarMatcher
-
     for m in matchers:
-        if not isinstance(m, (Matcher, GrammarMatcher)):
+        if not isinstance(m, Matcher):
             raise InvalidArgument(f"fill_bitmasks takes Matcher objects, got {type(m).__name__}")
         check_bitmask(bitmask, m.constraint.vocab_size)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
         raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})")
-    regex = [i for i, m in enumerate(matchers) if isinstance(m, Matcher)]
-    if len(regex) == len(matchers):
-        _core.fill_bitmasks([m._core for m in matchers], bitmask, rows)
-        return
-    if regex:
-        _core.fill_bitmasks([matchers[i]._core for i in regex], bitmask, rows[regex])
-    for i, m in enumerate(matchers):
-        if not isinstance(m, Matcher):
-            m.fill_bitmask(bitmask, int(rows[i]))
+    _core.fill_bitmasks([m._core for m in matchers], bitmask, rows, int(threads))
 
 
-def _token(token_id, vocab_size: int) -> int:
-    if isinstance(token_id, bool) or not isinstance(token_id, (int, np.integer)):
-        try:  # 0-d arrays / tensors
-            token_id = int(token_id.item())  # type: ignore[union-attr]
-        except (AttributeError, ValueError, TypeError):
-            raise InvalidArgument(f"token id must be an int, got {type(token_id).__name__}") from None
-    token_id = int(token_id)
-    if not 0 <= token_id < vocab_size:
-        raise InvalidArgument(f"token id {token_id} out of range [0, {vocab_size})")
-    return token_id
+def _token_id(token_id) -> int:
+    """``token_id`` as a Python int (0-d arrays and tensors too), or InvalidArgument."""
+    if isinstance(token_id, bool):
+        raise InvalidArgument("token id must be an int, got bool")
+    if isinstance(token_id, (int, np.integer)):
+        return int(token_id)
+    try:  # 0-d arrays / tensors
+        return int(token_id.item())  # type: ignore[union-attr]
+    except (AttributeError, ValueError, TypeError):
+        raise InvalidArgument(f"token id must be an int, got {type(token_id).__name__}") from None

@@ -173,9 +173,3 @@ def text_depth(node: d.Expr) -> int:
 def universal_over_text(node: d.Expr) -> bool:
     """True only if every prefix of JSON string text leads ``node`` to a live state."""
     return text_depth(node) == UNLIMITED
-
-
-def text_depth_callback(dfa):
-    """The core's ``text_depth(state)`` callback for ``dfa`` (a ``LazyByteDfa``)."""
-    states = dfa.states
-    return lambda state: min(text_depth(states[state]), UNLIMITED)

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from . import _core
+from .caches import register_vocabulary_cache
 from .errors import VocabularyError
 
 _lock = threading.Lock()
@@ -76,3 +77,6 @@ def drop_shared_rows(vocab) -> None:
     with _lock:
         vocab.__dict__.pop(_ROWS_ATTRIBUTE, None)
         vocab.__dict__.pop(_EVENTS_ATTRIBUTE, None)
+
+
+register_vocabulary_cache("shared rows and boundary events", drop_shared_rows)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tokamata
 from tokamata.automata import derivatives as d
-from tokamata.grammar.constraint import compile_grammar_ir
+from tokamata.compile import compile_grammar_ir
 from tokamata.grammar.earley import EarleyParser
 from tokamata.grammar.earley_reference import ReferenceEarleyParser
 from tokamata.grammar.ir import Grammar, Rule, Terminal, nonterminal

@@ -20,7 +20,7 @@
 // - Every method takes the arena's mutex; callers never hold the Python GIL while calling
 //   (the arena's foreign callback takes it).
 // - Limits: more than max_states states, or more than max_seconds spent expanding, raise
-//   ExpansionLimit (LimitExceeded in Python).
+//   LimitError (LimitExceeded in Python).
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 // - Every nonterminal is productive (check_grammar, over GrammarRules), so allowed(h) is exactly the set of
 //   terminals after which the parse is still extendable to a sentence.
 // - All operations lock one mutex and never call back into Python; limits (items per set,
-//   sets in total) throw LimitError("name value bound").
+//   sets in total) throw LimitError (LimitExceeded in Python).
 #pragma once
 #include <cstdint>
 #include <memory>

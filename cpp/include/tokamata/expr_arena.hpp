@@ -12,7 +12,7 @@
 //   the derivatives of any node finitely many. Every node other than NOTHING matches some
 //   string: intersections and differences built here decide emptiness by a search of the
 //   product of their members' derivatives, bounded by search_budget (LimitError
-//   "max_dfa_states value bound").
+//   max_dfa_states).
 // - Nodes come from Python by import_nodes (post-order records, see there) or as
 //   derivatives. The kinds Python keeps (text until a stop string, decimal divisibility, and
 //   intersections/differences over those) are FOREIGN leaves: the facts the native code needs

@@ -114,6 +114,20 @@ class GrammarCore {
   // boundaries resolved (for tests and benchmarks).
   int64_t crossing(int32_t parser, int32_t state, uint32_t* bits);
   size_t num_event_lists() const;
+  // The three below: the caller holds lexer().compute_mutex().
+  // Terminals that may end at lexer state `state` (cached).
+  const std::vector<int32_t>& ends_of(int32_t state);
+  // The lexer state a lexeme starts in after parser state `parser` (kDead: none; cached per
+  // allowed set, asked of the start callback the first time).
+  int32_t start_of(int32_t parser);
+  // The parser state after a lexeme of `terminal` from `parser` (-1: not allowed); ignored
+  // terminals leave the parser where it is.
+  int32_t after_lexeme(int32_t parser, int32_t terminal) {
+    return ignored_[terminal] ? parser : parser_->scan(parser, terminal);
+  }
+  // Appends (after, start) for each terminal ending at `state` that the parser takes, whose
+  // next lexeme can start (start != kDead).
+  void boundary(int32_t parser, int32_t state, std::vector<Config>& out);
 
  private:
   const std::vector<BoundaryEvent>& events_locked(int32_t state);
@@ -124,9 +138,6 @@ class GrammarCore {
   void walk_below(uint32_t node, std::vector<Config>& buf, uint32_t* bits, const Targets& targets);
   void cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, const Targets& targets, int depth);
   void cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, const Targets& targets, int depth);
-  const std::vector<int32_t>& ends_of(int32_t state);
-  int32_t start_of(int32_t parser);
-  void boundary(int32_t parser, int32_t state, std::vector<Config>& out);
 
   std::shared_ptr<RegexCore> lexer_;
   std::shared_ptr<SharedEventCache> shared_;

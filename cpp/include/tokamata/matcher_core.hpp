@@ -1,48 +1,171 @@
-// One sequence's position in a constraint: the hot path of fill_bitmask / consume.
+// The one matcher engine: a constraint's positions (ConstraintCore) and one sequence's place
+// in them (MatcherCore), for every kind of constraint (regex, grammar, JSON, JSON Schema).
 //
 // Invariants:
-// - state_ is a live DFA state; history_ holds the state before each consumed token (EOS
-//   included), so rollback(n) restores exactly the state n tokens ago.
-// - After EOS is consumed the matcher is terminated: only rollback changes it.
-// - A bitmask row it fills has bit t set iff token t may come next: a trie token that keeps
-//   the output extendable to a full match, or an EOS id when the output is a full match.
-//   After termination only EOS ids are set. Bits past vocab_size are cleared.
+// - A constraint is a grammar over terminals with a lexer DFA (grammar_walk.hpp). A position
+//   is a non-empty, sorted, duplicate-free array of Configurations (parser, lexer, fresh): an
+//   Earley set handle, the lexer state of the lexeme in progress (kDead when only special
+//   tokens can come next) and whether that lexeme is still empty. Several configurations
+//   exist when the output lexes in several ways (a lexeme may end wherever its terminal
+//   matches).
+// - The strategy says which engine serves positions; it is fixed by the constraint:
+//   kRegular (a one-terminal grammar whose sentences are single lexemes, e.g. a regex): the
+//   position is always one configuration with parser 0, its mask is the lexer's token row
+//   (accepting at the start when the empty output is a sentence) and consume runs the lexer
+//   DFA over the token; no parser exists.
+//   kEarley: the mask of a configuration is inside(lexer) | crossing(parser, lexer), plus
+//   the masks of the fresh configurations after a boundary right here (unless fresh), plus
+//   the special tokens the parser allows at such a boundary; consume runs the token's bytes
+//   through every configuration, ending lexemes wherever a terminal may end.
+// - A mask (a TokenRow) holds the token bits without EOS and `accepting` (EOS allowed: a
+//   lexeme boundary here leaves the parser accepting). Masks are computed once per
+//   configuration and per position and cached in the constraint (bounded, first in first
+//   out; a matcher holds the mask of its position, so eviction never invalidates it).
+// - consume accepts a token iff fill sets its bit: EOS ids (not spelled by a special
+//   terminal) iff the position accepts, a special token iff the parser takes one of its
+//   terminals at a boundary, a text token iff its bytes lead some configuration on.
+// - After EOS is consumed the matcher is terminated: only EOS ids are set when filling and
+//   only rollback changes it. history holds every position since the start, so rollback(n)
+//   restores exactly the position n tokens ago (EOS counts as a token).
+// - Every method that may compute (mask, accepting, advance, fill, consume) must be called
+//   without the Python GIL: computing takes the lexer's compute mutex and may call back into
+//   Python (new lexer start states, foreign expression nodes), which takes the GIL.
+// - Thread safety: a ConstraintCore is shared by any number of threads; a MatcherCore is
+//   used by one thread at a time.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
+#include "tokamata/earley.hpp"
+#include "tokamata/grammar_walk.hpp"
 #include "tokamata/token_row.hpp"
 
 namespace tokamata {
 
-// kNeedsExpansion: allowed, but the DFA must be expanded along the token first; call
-// consume_expanding (without the GIL). The matcher is unchanged.
-enum ConsumeStatus : int32_t { kAccepted = 0, kRefused = 1, kOutOfRange = 2, kNeedsExpansion = 3 };
+enum class Strategy : int32_t { kRegular = 0, kEarley = 1 };
+
+struct Configuration {
+  int32_t parser;
+  int32_t lexer;
+  int32_t fresh;  // 0 or 1
+  bool operator<(const Configuration& o) const {
+    if (parser != o.parser) return parser < o.parser;
+    if (lexer != o.lexer) return lexer < o.lexer;
+    return fresh < o.fresh;
+  }
+  bool operator==(const Configuration& o) const {
+    return parser == o.parser && lexer == o.lexer && fresh == o.fresh;
+  }
+};
+
+enum ConsumeStatus : int32_t { kAccepted = 0, kRefused = 1, kOutOfRange = 2 };
+
+using MaskPtr = std::shared_ptr<const TokenRow>;
+
+class ConstraintCore {
+ public:
+  // kRegular: `grammar` is null and the position starts at lexer state `initial_lexer`;
+  // accepts_empty: the empty output is a sentence too (the terminal itself is not nullable).
+  // kEarley: `grammar` holds the lexer and the parser; the position starts at (0,
+  // initial_lexer, fresh). special_offsets/special_tokens: per terminal (CSR), the token ids
+  // that spell it (empty for text terminals). max_configurations bounds a position's size.
+  ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<GrammarCore> grammar, int32_t initial_lexer,
+                 bool accepts_empty, std::vector<int32_t> special_offsets, std::vector<int32_t> special_tokens,
+                 int64_t max_configurations, size_t mask_cache_size);
+
+  Strategy strategy() const { return grammar_ ? Strategy::kEarley : Strategy::kRegular; }
+  const Configuration& initial() const { return initial_; }
+  const RegexCore& lexer() const { return *lexer_; }
+  int32_t vocab_size() const { return lexer_->trie().vocab_size(); }
+  int32_t num_words() const { return lexer_->num_words(); }
+  // EOS ids that no special terminal spells: consumed as the end of the output.
+  bool ends_output(int32_t token) const { return lexer_->is_eos(token) && !special_of_token_.count(token); }
+
+  // The mask of a position (computed and cached on first use). Without the GIL.
+  MaskPtr mask(const Configuration* position, size_t size);
+  // Whether a lexeme boundary at the position leaves the parser accepting. Without the GIL.
+  bool accepting(const Configuration* position, size_t size);
+  // The position after `token` into `out` (sorted, unique; empty: refused). Without the GIL.
+  void advance(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
+
+  size_t num_cached_masks() const;
+
+ private:
+  struct ConfigurationHash {
+    size_t operator()(const Configuration& c) const {
+      return (static_cast<size_t>(static_cast<uint32_t>(c.parser)) * 0x9E3779B97F4A7C15ull) ^
+             (static_cast<size_t>(static_cast<uint32_t>(c.lexer)) << 1) ^ static_cast<size_t>(c.fresh);
+    }
+  };
+  struct PositionHash {
+    size_t operator()(const std::vector<Configuration>& p) const {
+      size_t h = p.size();
+      for (const Configuration& c : p) h = h * 1000003u ^ ConfigurationHash()(c);
+      return h;
+    }
+  };
+
+  MaskPtr regular_mask(const Configuration& c);
+  MaskPtr configuration_mask(const Configuration& c);
+  bool configuration_accepting(const Configuration& c);
+  // Parser states where the configuration's lexeme can end right now (the caller holds the
+  // lexer's compute mutex).
+  void boundary_parsers(const Configuration& c, std::vector<int32_t>& out);
+  void advance_text(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
+  void remember(const Configuration& c, MaskPtr mask);
+  void remember(std::vector<Configuration> position, MaskPtr mask);
+
+  std::shared_ptr<RegexCore> lexer_;
+  std::shared_ptr<GrammarCore> grammar_;  // null for kRegular
+  Configuration initial_;
+  bool accepts_empty_;
+  MaskPtr initial_mask_;  // kRegular with accepts_empty: the initial state's row, accepting
+  std::vector<int32_t> special_offsets_, special_tokens_;  // per terminal
+  std::vector<uint8_t> special_terminal_;
+  std::unordered_map<int32_t, std::vector<int32_t>> special_of_token_;  // token -> its terminals
+  int64_t max_configurations_;
+  size_t mask_cache_size_;
+
+  mutable std::mutex cache_mu_;
+  std::unordered_map<Configuration, MaskPtr, ConfigurationHash> masks_;
+  std::deque<Configuration> mask_order_;
+  std::unordered_map<std::vector<Configuration>, MaskPtr, PositionHash> positions_;
+  std::deque<std::vector<Configuration>> position_order_;
+  std::unordered_map<Configuration, bool, ConfigurationHash> accepting_;
+};
 
 class MatcherCore {
  public:
-  explicit MatcherCore(std::shared_ptr<RegexCore> core, int32_t start_state = 0);
+  explicit MatcherCore(std::shared_ptr<ConstraintCore> constraint);
 
-  // Row for the current state; computing it if needed (must be called without the GIL then).
-  const TokenRow* row_if_cached() const { return core_->cached_row(state_); }
-  const TokenRow* row() { return core_->compute_row(state_); }
-
-  void fill(const TokenRow& row, uint32_t* out, int64_t num_words) const;
-  ConsumeStatus consume(int32_t token, const TokenRow& row);
-  void consume_expanding(int32_t token);  // after kNeedsExpansion; without the GIL
+  // Writes the allowed tokens into out[0, num_words) (bits past the vocabulary cleared).
+  void fill(uint32_t* out, int64_t num_words);
+  ConsumeStatus consume(int32_t token);
   int32_t rollback(int32_t n);  // returns how many were undone (n, or fewer if history is short)
+  bool is_accepting();
   bool is_terminated() const { return terminated_; }
-  int32_t state() const { return state_; }
-  size_t history_length() const { return history_.size(); }
-  const RegexCore& core() const { return *core_; }
-  std::shared_ptr<RegexCore> shared_core() const { return core_; }
+  size_t history_length() const { return starts_.size() - 1 + (terminated_ ? 1 : 0); }
+  size_t num_configurations() const { return stack_.size() - starts_.back(); }
+  // The current position (for tests and the oracle comparisons).
+  std::vector<Configuration> position() const {
+    return std::vector<Configuration>(stack_.begin() + starts_.back(), stack_.end());
+  }
+  const ConstraintCore& constraint() const { return *constraint_; }
+  std::shared_ptr<ConstraintCore> shared_constraint() const { return constraint_; }
 
  private:
-  std::shared_ptr<RegexCore> core_;
-  int32_t state_;
+  const MaskPtr& current_mask();
+
+  std::shared_ptr<ConstraintCore> constraint_;
+  std::vector<Configuration> stack_;  // every position since the start, oldest first
+  std::vector<uint32_t> starts_;      // where each position begins in stack_
   bool terminated_ = false;
-  std::vector<int32_t> history_;
+  MaskPtr mask_;                      // of the current position, once known
+  std::vector<Configuration> scratch_;
 };
 
 }  // namespace tokamata

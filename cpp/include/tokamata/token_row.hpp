@@ -39,17 +39,12 @@ constexpr int32_t kDead = -1;
 constexpr int32_t kUnknown = -2;
 constexpr int64_t kKeyLater = INT64_MIN;
 
+// A limit of tokamata.Limits crossed in C++: raised in Python as tokamata.LimitExceeded(name,
+// value, bound) by the one exception translator of the bindings, wherever it surfaces.
 class LimitError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
-};
-
-// A limit crossed while expanding a DFA natively: raised in Python as tokamata.LimitExceeded
-// (name, value, bound) wherever it surfaces.
-class ExpansionLimit : public LimitError {
- public:
-  ExpansionLimit(std::string name, double value, double bound)
-      : LimitError(name + " " + std::to_string(value) + " " + std::to_string(bound)),
+  LimitError(std::string name, double value, double bound)
+      : std::runtime_error(name + " " + std::to_string(value) + " " + std::to_string(bound)),
         name(std::move(name)), value(value), bound(bound) {}
   std::string name;
   double value;
@@ -174,6 +169,8 @@ class RegexCore {
   const TokenRow* cached_row(int32_t state) const;
   // Computes (or waits for) the row. Must be called without the GIL.
   const TokenRow* compute_row(int32_t state);
+  // The same row as an owning pointer (for holders that outlive cache clears).
+  std::shared_ptr<const TokenRow> shared_row(int32_t state);
   // Publishes a row computed elsewhere (under compute_mutex()); returns the cached one.
   const TokenRow* publish_row(int32_t state, std::shared_ptr<const TokenRow> row);
   // State after `token` (allowed by the row of `state`) without expanding anything;

@@ -23,6 +23,7 @@ import threading
 from bisect import bisect_right
 from typing import Dict, Tuple
 
+from ..caches import register_process_cache
 from . import charset as cs
 
 __all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
@@ -197,6 +198,9 @@ def clear_interned() -> int:
         _boolean.clear()
         _native.reset()
     return count
+
+
+register_process_cache("interned expressions", clear_interned)
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
 _CUT_POSITIONS = ((1 << 256) - 1) ^ 1  # bytes 1..255

@@ -1,4 +1,5 @@
-"""A byte DFA whose states are derivatives, built lazily, as flat rows for the C++ core.
+"""A byte DFA whose states are Python derivatives, built lazily: the test oracle of the native
+lexer DFA (``_core.DerivativeDfa``), which is what constraints run on.
 
 Invariants:
 - State 0 is the start state; each state is one interned expression (its derivative), so a
@@ -8,19 +9,15 @@ Invariants:
   leaf of the start expression, plus one class per non-ASCII byte when the expression can
   produce any (derivatives never add ASCII cuts, and non-ASCII bytes are all separated), so
   the classes refine the own classes of every state that can ever be reached.
-- A transition is computed the first time it is asked for, one own byte interval of the
-  state at a time (``expand_for_core``, called by the C++ trie walk for the transitions it
-  meets), or a whole row at once (``expand``, for Python callers). Total states and total
-  time spent expanding are bounded by ``Limits.max_dfa_states`` and
-  ``Limits.max_compile_seconds`` (:class:`LimitExceeded`).
+- A transition is computed the first time it is asked for (``step``), or a whole row at once
+  (``expand``). Total states and total time spent expanding are bounded by
+  ``Limits.max_dfa_states`` and ``Limits.max_compile_seconds`` (:class:`LimitExceeded`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from array import array
-from bisect import bisect_left, bisect_right
 
 import numpy as np
 
@@ -130,7 +127,6 @@ class LazyByteDfa:
         self.class_map = class_map
         self._class_of = class_map.tolist()
         self._class_to_interval: dict[tuple[int, ...], list[int]] = {}  # own cuts -> interval per class
-        self._runs_cache: dict[tuple[int, ...], list[tuple[int, int, int]]] = {}
         self.states: list[d.Expr] = [] if root is d.NOTHING else [root]
         self._index: dict[int, int] = {root.id: 0} if self.states else {}
         self._rows: list[list[int] | None] = [None] * len(self.states)
@@ -231,13 +227,6 @@ class LazyByteDfa:
                 self._own_intervals.append(None)
             return state
 
-    def state_records(self, first: int) -> tuple[bytes, bytes]:
-        """Accepting flags and structural keys (int64 bytes, the expressions' ids) of
-        ``states[first:]``."""
-        new = self.states[first:]
-        keys = array("q", [n.id for n in new])
-        return bytes([1 if n.nullable else 0 for n in new]), keys.tobytes()
-
     def expand(self, state: int) -> list[int]:
         """The whole row of ``state`` (every interval computed)."""
         with self._lock:
@@ -253,59 +242,12 @@ class LazyByteDfa:
             self._rows[state] = row
             return row
 
-    def _class_runs(self, own_starts: tuple[int, ...]) -> list[tuple[int, int, int]]:
-        """Runs ``(first class, last class, own interval)``: one per own interval (the global
-        classes refine the state's own intervals, so each interval starts a class)."""
-        runs = self._runs_cache.get(own_starts)
-        if runs is None:
-            class_of = self._class_of
-            ends = [class_of[start] - 1 for start in own_starts[1:]] + [self.num_classes - 1]
-            runs = [(class_of[start], end, i) for i, (start, end) in enumerate(zip(own_starts, ends))]
-            self._runs_cache[own_starts] = runs
-        return runs
-
     def _interval_of_class(self, own_starts: tuple[int, ...]) -> list[int]:
         which = self._class_to_interval.get(own_starts)
         if which is None:
             which = (np.searchsorted(np.asarray(own_starts), self._class_starts_array, side="right") - 1).tolist()
             self._class_to_interval[own_starts] = which
         return which
-
-    def expand_for_core(self, state: int, cls: int, known_states: int) -> tuple[bytes, bytes, bytes]:
-        r"""The C++ core's callback for an unknown transition ``(state, class cls)``.
-
-        A request for an ASCII class computes every own interval of ``state`` that starts
-        below 0x80 (the trie walk meets ASCII bytes everywhere); a request for a non-ASCII
-        class computes the rest of the row too, except inside a UTF-8 character, where only
-        the continuation byte asked for is computed. So a state reached only through ASCII
-        never pays for the (often many) intervals of non-ASCII lead bytes, e.g. of Unicode
-        ``\d``, and no state is made for a partial character no token spells.
-        Returns runs ``(first class, last class, target)`` as int32 triples, then the accepting
-        flags and structural keys (int64) of the states the core does not know yet
-        (``states[known_states:]``)."""
-        with self._lock:
-            own_starts, _ = self._own(state)
-            requested = bisect_right(own_starts, self.class_starts[cls]) - 1
-            if self.class_starts[cls] < 0x80:
-                computed = bisect_left(own_starts, 0x80)  # the ASCII intervals come first
-                wanted = range(computed) if requested < computed else [*range(computed), requested]
-                targets = self._compute(state, wanted)
-            elif _inside_character(self.states[state]):
-                computed = 0  # mid-character: only the continuation byte the walk met
-                targets = self._compute(state, (requested,))
-            else:
-                computed = len(own_starts)
-                targets = self._compute(state, range(computed))
-            runs = array("i")
-            for first, last, interval in self._class_runs(own_starts):
-                if interval < computed or interval == requested:
-                    runs.extend((first, last, targets[interval]))
-            accepting, keys = self.state_records(known_states)
-            return runs.tobytes(), accepting, keys
-
-    def key(self, state: int) -> int:
-        """Structural identity of ``state`` for shared rows: the id of its interned expression."""
-        return self.states[state].id
 
     def explore(self) -> int:
         """Expand every reachable state (bounded by the limits); returns the state count."""

@@ -8,25 +8,17 @@ Invariants:
   (every nonterminal is productive: ``check_grammar``); ``accepting(h)`` says the terminals so
   far form a sentence.
 - The recognizer is ``grammar/earley_reference.py``'s algorithm in C++ (tests compare the two);
-  its limits (``max_earley_items``, ``max_parser_states``) raise :class:`LimitExceeded`.
+  its limits (``max_earley_items``, ``max_parser_states``) raise :class:`LimitExceeded`
+  (translated from the C++ LimitError by the bindings).
 """
 
 from __future__ import annotations
 
 from .. import _core
-from ..errors import LimitExceeded
 from ..limits import Limits
 from .ir import Grammar, rules_core
 
-__all__ = ["EarleyParser", "limit_error"]
-
-
-def limit_error(error: OverflowError) -> LimitExceeded:
-    """The :class:`LimitExceeded` a C++ ``LimitError("name value bound")`` stands for."""
-    parts = str(error).split()
-    if len(parts) == 3:
-        return LimitExceeded(parts[0], int(parts[1]), int(parts[2]))
-    return LimitExceeded(str(error), None, None)
+__all__ = ["EarleyParser"]
 
 
 class EarleyParser:
@@ -57,10 +49,7 @@ class EarleyParser:
 
     def scan(self, handle: int, terminal: int) -> int:
         """The state after ``terminal``, or -1 if it cannot come next."""
-        try:
-            return self._core.scan(handle, terminal)
-        except OverflowError as error:
-            raise limit_error(error) from None
+        return self._core.scan(handle, terminal)
 
     def allowed(self, handle: int) -> frozenset[int]:
         """Terminals that may come next."""

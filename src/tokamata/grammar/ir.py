@@ -6,7 +6,9 @@ Invariants (checked by :func:`check_grammar`, which every front end calls last):
   nonterminal ``j`` is ``-(j + 1)`` (see :func:`nonterminal`, :func:`is_terminal`).
 - A byte terminal's expression is not ``NOTHING`` and does not match the empty string (a
   zero-width lexeme would make lexing loop); a special-token terminal has ``expr is None``
-  and names the vocabulary ids that spell it.
+  and names the vocabulary ids that spell it. A grammar whose sentences are single lexemes
+  of one terminal (``start: T``, or ``start: T |`` when the empty output is a sentence too;
+  no ``%ignore``) is the regular case, served without a parser (:func:`single_lexeme`).
 - Every nonterminal is productive (derives some terminal string) and reachable from the
   start symbol once checked; the language is not empty.
 - Ignored terminals (``%ignore``) may occur between any two lexemes and at both ends; they
@@ -26,7 +28,7 @@ from ..errors import InvalidSyntax, LimitExceeded
 from ..limits import Limits
 
 __all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar",
-           "rules_core"]
+           "rules_core", "single_lexeme", "lexeme_grammar"]
 
 
 def nonterminal(index: int) -> int:
@@ -112,6 +114,31 @@ class Grammar:
         if is_terminal(symbol):
             return self.terminals[symbol].name
         return self.nonterminals[nonterminal_index(symbol)]
+
+
+def single_lexeme(grammar: Grammar) -> tuple[int, bool] | None:
+    """``(terminal, accepts_empty)`` when the sentences of ``grammar`` are exactly the
+    lexemes of one text terminal (plus the empty output if ``accepts_empty``), else None."""
+    if grammar.ignore or len(grammar.terminals) != 1 or grammar.terminals[0].expr is None:
+        return None
+    shapes = sorted(rule.rhs for rule in grammar.rules if rule.lhs == grammar.start)
+    if len(shapes) != sum(1 for _ in grammar.rules) or shapes not in ([(0,)], [(), (0,)]):
+        return None
+    return 0, len(shapes) == 2
+
+
+def lexeme_grammar(name: str, expr: d.Expr) -> Grammar:
+    """The grammar whose sentences are the strings of ``expr`` (which is not ``NOTHING``):
+    one terminal, ``start: T`` (``start: T |`` with ``T`` non-empty if ``expr`` matches the
+    empty string). What a regex lowers to."""
+    from ..automata import boolean
+
+    if expr.nullable:
+        rest = boolean.difference(expr, d.EPSILON)
+        if rest is d.NOTHING:  # only the empty output
+            return Grammar((), ("start",), (Rule(0, ()),), 0)
+        return Grammar((Terminal(name, rest),), ("start",), (Rule(0, (0,)), Rule(0, ())), 0)
+    return Grammar((Terminal(name, expr),), ("start",), (Rule(0, (0,)),), 0)
 
 
 def _where(origin: tuple[int, int] | None) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 
 from ...automata import charset as cs
+from ...caches import register_process_cache
 from ...automata import derivatives as d
 
 __all__ = ["literal", "json_char", "string_of", "string_literal", "string_literal_then", "string_literals", "ANY_CHAR", "ANY_STRING",
@@ -320,3 +321,5 @@ def _build_compact_pieces() -> None:
 
 
 _build_compact_pieces()
+
+register_process_cache("spellings of JSON string literals", string_literal.cache_clear)

@@ -1,0 +1,173 @@
+"""The one compiled constraint: a checked grammar bound to a vocabulary (every front end's
+result: regexes, Lark and GBNF grammars, JSON, JSON Schema).
+
+Invariants:
+- A :class:`Constraint` is immutable and thread-safe. It owns the lexer (one lazy native
+  DFA over the grammar's tagged text terminals, :class:`~tokamata.grammar.lexer.Lexer`),
+  the Earley parser when the grammar needs one, and the C++ ``ConstraintCore`` that computes
+  and caches masks and positions (``cpp/include/tokamata/matcher_core.hpp``). Matchers share
+  all of it; token rows are also shared across constraints over the same vocabulary that
+  reach the same lexer language.
+- The strategy is chosen from the grammar alone: ``"regular"`` when its sentences are single
+  lexemes of one text terminal (``start: T`` or ``start: T |``, no ``%ignore``; what a
+  regex lowers to), else ``"earley"``. Both give the same masks on the same grammar; the
+  regular one needs no parser, and its position is a single lexer state.
+- Every error about the constraint's text is raised by the front end before a Constraint
+  exists; errors that depend on how far decoding goes (lazy states or parser sets crossing a
+  limit) come from the matcher call that reaches them, as :class:`LimitExceeded`.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import _core
+from .errors import InvalidArgument
+from .grammar.earley import EarleyParser
+from .grammar.ir import Grammar, single_lexeme
+from .grammar.lexer import Lexer
+from .limits import Limits
+from .slices import core_slices
+from .trie import core_trie, shared_events, shared_rows
+
+if TYPE_CHECKING:
+    from .matcher import Matcher
+
+__all__ = ["Constraint", "MASK_CACHE_SIZE"]
+
+#: masks kept per constraint for configurations and for positions, each (each is ceil(V/32) * 4 bytes)
+MASK_CACHE_SIZE = 512
+
+_STRATEGIES = {0: "regular", 1: "earley"}
+
+
+class Constraint:
+    """A compiled constraint over one vocabulary. Create matchers with :meth:`matcher`.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
+    >>> c = tokamata.compile_regex(r"a+b", vocab)
+    >>> c.strategy, c.matcher().allowed_tokens().tolist()
+    ('regular', [0, 2])
+    >>> g = tokamata.compile_grammar('start: "a"+ "b"', vocab)
+    >>> g.strategy, g.matcher().allowed_tokens().tolist()
+    ('earley', [0, 2])
+    """
+
+    def __init__(self, grammar: Grammar, vocab, limits: Limits, description: str, *,
+                 approximations: tuple = (), source: str | None = None):
+        self.grammar = grammar
+        self.vocab = vocab
+        self.limits = limits
+        self.description = description  #: what was compiled ("regex", "JSON Schema", ...)
+        self.source = source  #: the user's text (a pattern, a grammar), when there is one
+        #: what the constraint enforces differently from what was asked (named approximations
+        #: the caller opted into, e.g. JSON Schema keywords), each with where it applies
+        self.approximations = tuple(approximations)
+        self.vocab_size = int(vocab.size)  #: logit columns (ids past the tokenizer's are padding)
+        self.lexer = Lexer(grammar, limits)
+        eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)
+        offsets, tokens = _special_tokens(grammar, self.vocab_size)
+        regular = single_lexeme(grammar)
+        self._lock = threading.RLock()
+        self._starts: dict[int, int] = {}  # allowed-set id -> lexer start state
+        if regular is not None:
+            self.parser = None
+            initial = self.lexer.start(frozenset({regular[0]}))
+        else:
+            self.parser = EarleyParser(grammar, limits)
+            initial = self.lexer_start(0)
+        # the lexer's core learns of every lexer state built so far (the initial one included)
+        lexer_core = _core.native_regex_core(core_trie(vocab), shared_rows(vocab), self.lexer.dfa, eos,
+                                             limits.max_dfa_states, slices=core_slices(vocab))
+        grammar_core = None
+        if self.parser is not None:
+            ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
+            if grammar.ignore:  # (numpy's indexing by an empty list costs more than the whole rest)
+                ignored[list(grammar.ignore)] = 1
+            # the C++ core holds its callback through a weak reference, so that it does not keep
+            # this constraint alive (a cycle through C++ is invisible to Python's collector)
+            this = weakref.ref(self)
+            grammar_core = _core.GrammarCore(lexer_core, shared_events(vocab), self.parser.core, ignored,
+                                             lambda allowed_id, known: this()._start_callback(allowed_id, known),
+                                             self.lexer.dfa)
+        self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
+                                          offsets, tokens, limits.max_lexer_configurations, MASK_CACHE_SIZE)
+
+    @property
+    def strategy(self) -> str:
+        """``"regular"`` (one lexer state per position) or ``"earley"`` (lexer x parser)."""
+        return _STRATEGIES[self._core.strategy]
+
+    def matcher(self) -> "Matcher":
+        """A fresh matcher at the start of the output."""
+        from .matcher import Matcher
+
+        return Matcher(self, _core.MatcherCore(self._core))
+
+    def report(self) -> list[str]:
+        """The approximations this constraint makes, one line each (empty: exact)."""
+        return [str(a) for a in self.approximations]
+
+    # ----------------------------------------------------------- lexer start states
+
+    def lexer_start(self, parser: int) -> int:
+        """The lexer state a lexeme starts in after parser state ``parser``."""
+        return self._start_of(self.parser.allowed_id(parser))
+
+    def _start_of(self, allowed_id: int) -> int:
+        state = self._starts.get(allowed_id)
+        if state is None:
+            with self._lock:
+                state = self.lexer.start(self.parser.allowed_by_id(allowed_id) | frozenset(self.grammar.ignore))
+                self._starts[allowed_id] = state
+        return state
+
+    def _start_callback(self, allowed_id: int, known: int):
+        """The C++ core's callback for a lexer start state it has not seen: the state, and
+        the records of the lexer states added since ``known``."""
+        state = self._start_of(allowed_id)
+        accepting, keys = self.lexer.state_records(known)
+        return state, accepting, keys
+
+    # ----------------------------------------------------------- sizes
+
+    @property
+    def num_lexer_states(self) -> int:
+        """Lexer DFA states built so far (they are built lazily)."""
+        return self.lexer.num_states
+
+    @property
+    def num_parser_states(self) -> int:
+        """Earley sets built so far (0 for the regular strategy)."""
+        return 0 if self.parser is None else self.parser.num_states
+
+    @property
+    def num_states(self) -> int:
+        """Lexer and parser states built so far."""
+        return self.num_lexer_states + self.num_parser_states
+
+    def __repr__(self) -> str:
+        shown = f"{self.description}={self.source!r}" if self.source is not None else self.description
+        return (f"Constraint({shown}, strategy={self.strategy!r}, vocab_size={self.vocab_size}, "
+                f"terminals={len(self.grammar.terminals)}, rules={len(self.grammar.rules)})")
+
+
+def _special_tokens(grammar: Grammar, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per terminal, the token ids that spell it (CSR offsets and ids; none for text terminals)."""
+    offsets = [0]
+    tokens: list[int] = []
+    for terminal in grammar.terminals:
+        if terminal.expr is None:
+            for token in terminal.token_ids:
+                if not 0 <= token < vocab_size:
+                    raise InvalidArgument(f"special token id {token} of {terminal.name} is out of range "
+                                          f"[0, {vocab_size})")
+            tokens.extend(terminal.token_ids)
+        offsets.append(len(tokens))
+    return np.asarray(offsets, dtype=np.int32), np.asarray(tokens, dtype=np.int32)
+
