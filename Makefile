@@ -48,7 +48,7 @@ $(DEPS): pyproject.toml constraints.txt
 	touch $@
 
 $(BUILT): $(DEPS) $(CPP_SRC)
-	$(PIP) install -q --no-build-isolation --no-deps -e .
+	$(PIP) install -q --no-build-isolation --no-deps -e . -C cmake.define.TOKAMATA_COMPILE_PYTHON=ON
 	touch $@
 
 # Vocab-only GGUF files (Qwen2, GPT-2, ...) ship in llama-cpp-python's source distribution.

@@ -95,6 +95,7 @@ void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
   if (static_cast<int64_t>(bitmask.shape(1)) < m.constraint().num_words()) throw nb::value_error("bitmask too narrow");
   uint32_t* row = reinterpret_cast<uint32_t*>(bitmask.data()) + index * bitmask.shape(1);
   const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+  if (m.fill_if_cached(row, width)) return;  // a bounded copy: not worth dropping the GIL
   nb::gil_scoped_release release;
   m.fill(row, width);
 }
@@ -394,6 +395,8 @@ NB_MODULE(_core, m) {
       .def(nb::init<std::shared_ptr<ConstraintCore>>(), "constraint"_a)
       .def("fill_bitmask", &fill_one, "bitmask"_a.noconvert(), "index"_a)
       .def("consume", [](MatcherCore& m, int32_t token) {
+        const int32_t quick = m.consume_if_cached(token);
+        if (quick >= 0) return quick;
         nb::gil_scoped_release release;
         return static_cast<int32_t>(m.consume(token));
       }, "token"_a)

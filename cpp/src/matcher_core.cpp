@@ -196,6 +196,23 @@ MaskPtr ConstraintCore::mask(const Configuration* position, size_t size) {
   return done;
 }
 
+MaskPtr ConstraintCore::cached_mask(const Configuration* position, size_t size) const {
+  if (!grammar_) {
+    if (position[0].fresh && accepts_empty_) {
+      std::lock_guard<std::mutex> guard(cache_mu_);
+      return initial_mask_;
+    }
+    return lexer_->cached_shared_row(position[0].lexer);
+  }
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  if (size == 1) {
+    auto it = masks_.find(position[0]);
+    return it == masks_.end() ? nullptr : it->second;
+  }
+  auto it = positions_.find(std::vector<Configuration>(position, position + size));
+  return it == positions_.end() ? nullptr : it->second;
+}
+
 bool ConstraintCore::accepting(const Configuration* position, size_t size) {
   if (!grammar_) {
     if (position[0].fresh && accepts_empty_) return true;
@@ -294,23 +311,35 @@ const MaskPtr& MatcherCore::current_mask() {
   return mask_;
 }
 
-void MatcherCore::fill(uint32_t* out, int64_t num_words) {
+void MatcherCore::write(const TokenRow* row, uint32_t* out, int64_t num_words) const {
   const int32_t vocab = constraint_->vocab_size();
   bool eos = terminated_;
   if (terminated_) {
     std::memset(out, 0, static_cast<size_t>(num_words) * 4);
   } else {
-    const TokenRow& row = *current_mask();
-    const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row.bits.size()), num_words);
-    std::memcpy(out, row.bits.data(), static_cast<size_t>(copy) * 4);
+    const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row->bits.size()), num_words);
+    std::memcpy(out, row->bits.data(), static_cast<size_t>(copy) * 4);
     if (num_words > copy) std::memset(out + copy, 0, static_cast<size_t>(num_words - copy) * 4);
-    eos = row.accepting;
+    eos = row->accepting;
   }
   if (eos) {
     for (int32_t e : constraint_->lexer().eos_ids()) {
       if (e < vocab && (e >> 5) < num_words) out[e >> 5] |= 1u << (e & 31);
     }
   }
+}
+
+void MatcherCore::fill(uint32_t* out, int64_t num_words) {
+  write(terminated_ ? nullptr : current_mask().get(), out, num_words);
+}
+
+bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
+  if (!terminated_ && !mask_) {
+    mask_ = constraint_->cached_mask(stack_.data() + starts_.back(), num_configurations());
+    if (!mask_) return false;
+  }
+  write(terminated_ ? nullptr : mask_.get(), out, num_words);
+  return true;
 }
 
 bool MatcherCore::is_accepting() {
@@ -332,6 +361,28 @@ ConsumeStatus MatcherCore::consume(int32_t token) {
   if (scratch_.empty()) return kRefused;
   starts_.push_back(static_cast<uint32_t>(stack_.size()));
   stack_.insert(stack_.end(), scratch_.begin(), scratch_.end());
+  mask_.reset();
+  return kAccepted;
+}
+
+int32_t MatcherCore::consume_if_cached(int32_t token) {
+  if (constraint_->strategy() != Strategy::kRegular) return -1;
+  if (token < 0 || token >= constraint_->vocab_size()) return kOutOfRange;
+  if (terminated_) return kRefused;
+  if (!mask_) {
+    mask_ = constraint_->cached_mask(stack_.data() + starts_.back(), 1);
+    if (!mask_) return -1;
+  }
+  if (constraint_->ends_output(token)) {
+    if (!mask_->accepting) return kRefused;
+    terminated_ = true;
+    return kAccepted;
+  }
+  if (!((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
+  const int32_t next = constraint_->lexer().advance(stack_.back().lexer, token);
+  if (next == kUnknown) return -1;
+  starts_.push_back(static_cast<uint32_t>(stack_.size()));
+  stack_.push_back(Configuration{0, next, 0});
   mask_.reset();
   return kAccepted;
 }

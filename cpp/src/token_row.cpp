@@ -112,6 +112,12 @@ const TokenRow* RegexCore::cached_row(int32_t state) const {
   return it == rows_.end() ? nullptr : it->second.get();
 }
 
+std::shared_ptr<const TokenRow> RegexCore::cached_shared_row(int32_t state) const {
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  auto it = rows_.find(state);
+  return it == rows_.end() ? nullptr : it->second;
+}
+
 const TokenRow* RegexCore::compute_row(int32_t state) {
   std::lock_guard<std::mutex> compute_guard(compute_mu_);
   if (const TokenRow* row = cached_row(state)) return row;

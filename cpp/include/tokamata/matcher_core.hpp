@@ -87,6 +87,8 @@ class ConstraintCore {
 
   // The mask of a position (computed and cached on first use). Without the GIL.
   MaskPtr mask(const Configuration* position, size_t size);
+  // The mask if it is cached, else null; never computes (may be called with the GIL).
+  MaskPtr cached_mask(const Configuration* position, size_t size) const;
   // Whether a lexeme boundary at the position leaves the parser accepting. Without the GIL.
   bool accepting(const Configuration* position, size_t size);
   // The position after `token` into `out` (sorted, unique; empty: refused). Without the GIL.
@@ -144,7 +146,14 @@ class MatcherCore {
 
   // Writes the allowed tokens into out[0, num_words) (bits past the vocabulary cleared).
   void fill(uint32_t* out, int64_t num_words);
+  // The same when the position's mask is cached (returns false, writing nothing, when it
+  // would have to be computed): a bounded copy that callers may run holding the GIL.
+  bool fill_if_cached(uint32_t* out, int64_t num_words);
   ConsumeStatus consume(int32_t token);
+  // consume() when nothing has to be computed (a regular constraint whose row and
+  // transitions along the token are known), else -1 and nothing changes; callers may run it
+  // holding the GIL.
+  int32_t consume_if_cached(int32_t token);
   int32_t rollback(int32_t n);  // returns how many were undone (n, or fewer if history is short)
   bool is_accepting();
   bool is_terminated() const { return terminated_; }
@@ -159,6 +168,7 @@ class MatcherCore {
 
  private:
   const MaskPtr& current_mask();
+  void write(const TokenRow* row, uint32_t* out, int64_t num_words) const;
 
   std::shared_ptr<ConstraintCore> constraint_;
   std::vector<Configuration> stack_;  // every position since the start, oldest first

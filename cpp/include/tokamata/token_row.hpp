@@ -167,6 +167,8 @@ class RegexCore {
 
   // Cached row or nullptr; never blocks on a computation.
   const TokenRow* cached_row(int32_t state) const;
+  // The cached row as an owning pointer, or null; never computes.
+  std::shared_ptr<const TokenRow> cached_shared_row(int32_t state) const;
   // Computes (or waits for) the row. Must be called without the GIL.
   const TokenRow* compute_row(int32_t state);
   // The same row as an owning pointer (for holders that outlive cache clears).
