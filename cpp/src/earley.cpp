@@ -241,6 +241,22 @@ void EarleyCore::close(std::vector<Item>& stack, int32_t here, std::vector<int32
   out.allowed_id = intern_allowed(std::move(allowed));
 }
 
+int32_t EarleyCore::scan_if_built(int32_t handle, int32_t terminal) const {
+  std::lock_guard<std::mutex> guard(mu_);
+  check(handle);
+  const Set& current = *sets_[handle];
+  for (const auto& [t, child] : current.children) {
+    if (t == terminal) return child;
+  }
+  auto by_symbol_less = [](const Entry& a, int32_t s) { return a.symbol < s; };
+  auto entry = std::lower_bound(current.entries.begin(), current.entries.end(), terminal, by_symbol_less);
+  if (entry != current.entries.end() && entry->symbol == terminal) return kScanNotBuilt;
+  const auto& predicted = current.predicted->by_symbol;
+  auto it = std::lower_bound(predicted.begin(), predicted.end(), std::make_pair(terminal, INT32_MIN));
+  if (it != predicted.end() && it->first == terminal) return kScanNotBuilt;
+  return -1;
+}
+
 int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
   std::lock_guard<std::mutex> guard(mu_);
   check(handle);

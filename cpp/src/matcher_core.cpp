@@ -244,9 +244,9 @@ void ConstraintCore::advance(const Configuration* position, size_t size, int32_t
     out.push_back(Configuration{0, next, 0});
     return;
   }
+  std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
   auto special = special_of_token_.find(token);
   if (special != special_of_token_.end()) {  // the token spells special terminals (and maybe text too)
-    std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
     std::vector<int32_t> parsers;
     for (size_t i = 0; i < size; ++i) {
       boundary_parsers(position[i], parsers);
@@ -258,45 +258,67 @@ void ConstraintCore::advance(const Configuration* position, size_t size, int32_t
       }
     }
   }
-  if (text) advance_text(position, size, token, out);
+  if (text) advance_text<false>(position, size, token, out);
   sort_unique(out);
 }
 
-void ConstraintCore::advance_text(const Configuration* position, size_t size, int32_t token,
+bool ConstraintCore::advance_if_built(const Configuration* position, size_t size, int32_t token,
+                                      std::vector<Configuration>& out) {
+  out.clear();
+  const TokenTrie& trie = lexer_->trie();
+  if (!grammar_ || special_of_token_.count(token) || token >= trie.num_tokens() || !trie.in_trie(token)) return false;
+  std::unique_lock<std::mutex> compute(lexer_->compute_mutex(), std::try_to_lock);
+  if (!compute.owns_lock()) return false;
+  if (!advance_text<true>(position, size, token, out)) return false;
+  sort_unique(out);
+  return true;
+}
+
+template <bool kBuiltOnly>
+bool ConstraintCore::advance_text(const Configuration* position, size_t size, int32_t token,
                                   std::vector<Configuration>& out) {
   const TokenTrie& trie = lexer_->trie();
   const uint8_t* data = trie.token_data(token);
   const int64_t length = trie.token_length(token);
-  std::vector<Config> current, following;
+  thread_local std::vector<Config> current, following;
+  current.clear();
   for (size_t i = 0; i < size; ++i) {
     if (position[i].lexer != kDead) current.push_back(Config{position[i].parser, position[i].lexer});
   }
   sort_unique(current);
-  std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
   LazyDfa& dfa = lexer_->dfa();
   for (int64_t i = 0; i < length && !current.empty(); ++i) {
     const uint8_t byte = data[i];
     following.clear();
     for (const Config& c : current) {
-      const int32_t next = dfa.step(c.state, byte);
+      const int32_t next = kBuiltOnly ? dfa.peek(c.state, byte) : dfa.step(c.state, byte);
+      if (kBuiltOnly && next == kUnknown) return false;
       if (next != kDead) following.push_back(Config{c.parser, next});
-      for (int32_t terminal : grammar_->ends_of(c.state)) {
-        const int32_t after = grammar_->after_lexeme(c.parser, terminal);
+      const std::vector<int32_t>* ends = kBuiltOnly ? grammar_->ends_if_known(c.state) : &grammar_->ends_of(c.state);
+      if (!ends) return false;
+      for (int32_t terminal : *ends) {
+        const int32_t after = kBuiltOnly ? grammar_->after_lexeme_if_built(c.parser, terminal)
+                                         : grammar_->after_lexeme(c.parser, terminal);
+        if (kBuiltOnly && after == EarleyCore::kScanNotBuilt) return false;
         if (after < 0) continue;
-        const int32_t start = grammar_->start_of(after);
+        const int32_t start = kBuiltOnly ? grammar_->start_if_known(after) : grammar_->start_of(after);
+        if (kBuiltOnly && start == kUnknown) return false;
         if (start == kDead) continue;
-        const int32_t resumed = dfa.step(start, byte);
+        const int32_t resumed = kBuiltOnly ? dfa.peek(start, byte) : dfa.step(start, byte);
+        if (kBuiltOnly && resumed == kUnknown) return false;
         if (resumed != kDead) following.push_back(Config{after, resumed});
       }
     }
     sort_unique(following);
     if (static_cast<int64_t>(following.size()) > max_configurations_) {
+      if (kBuiltOnly) return false;  // raised by the computing advance, without the GIL
       throw LimitError("max_lexer_configurations", static_cast<double>(following.size()),
                        static_cast<double>(max_configurations_));
     }
     current.swap(following);
   }
   for (const Config& c : current) out.push_back(Configuration{c.parser, c.state, 0});
+  return true;
 }
 
 // ------------------------------------------------------------------------------ the matcher
@@ -366,23 +388,30 @@ ConsumeStatus MatcherCore::consume(int32_t token) {
 }
 
 int32_t MatcherCore::consume_if_cached(int32_t token) {
-  if (constraint_->strategy() != Strategy::kRegular) return -1;
   if (token < 0 || token >= constraint_->vocab_size()) return kOutOfRange;
   if (terminated_) return kRefused;
-  if (!mask_) {
-    mask_ = constraint_->cached_mask(stack_.data() + starts_.back(), 1);
-    if (!mask_) return -1;
-  }
+  if (!mask_) mask_ = constraint_->cached_mask(stack_.data() + starts_.back(), num_configurations());
   if (constraint_->ends_output(token)) {
+    if (!mask_) return -1;
     if (!mask_->accepting) return kRefused;
     terminated_ = true;
     return kAccepted;
   }
-  if (!((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
-  const int32_t next = constraint_->lexer().advance(stack_.back().lexer, token);
-  if (next == kUnknown) return -1;
+  if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
+  if (constraint_->strategy() == Strategy::kRegular) {
+    if (!mask_) return -1;  // (the lexer's advance needs the token known to be allowed)
+    const int32_t next = constraint_->lexer().advance(stack_.back().lexer, token);
+    if (next == kUnknown) return -1;
+    scratch_.assign(1, Configuration{0, next, 0});
+  } else if (!constraint_->advance_if_built(stack_.data() + starts_.back(), num_configurations(), token, scratch_)) {
+    return -1;
+  }
+  if (scratch_.empty()) {
+    if (mask_) throw std::logic_error("a token in the mask led nowhere");
+    return kRefused;
+  }
   starts_.push_back(static_cast<uint32_t>(stack_.size()));
-  stack_.push_back(Configuration{0, next, 0});
+  stack_.insert(stack_.end(), scratch_.begin(), scratch_.end());
   mask_.reset();
   return kAccepted;
 }

@@ -128,10 +128,13 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
     rows = np.arange(len(matchers), dtype=np.int32) if indices is None else np.asarray(indices, dtype=np.int32)
     if rows.shape != (len(matchers),):
         raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0] if rows.ndim else rows} for {len(matchers)}")
+    sizes = set()
     for m in matchers:
-        if not isinstance(m, Matcher):
+        if type(m) is not Matcher and not isinstance(m, Matcher):
             raise InvalidArgument(f"fill_bitmasks takes Matcher objects, got {type(m).__name__}")
-        check_bitmask(bitmask, m.constraint.vocab_size)
+        sizes.add(m.constraint.vocab_size)
+    for size in sizes:  # (the core checks the width again; this names what is wrong)
+        check_bitmask(bitmask, size)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
         raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})")
     _core.fill_bitmasks([m._core for m in matchers], bitmask, rows, int(threads))

@@ -59,6 +59,10 @@ class EarleyCore {
   EarleyCore(EarleyTables tables, int64_t max_items, int64_t max_sets);
 
   int32_t scan(int32_t handle, int32_t terminal);
+  // scan() without building a set: the memoized child, -1 when the terminal cannot come
+  // next, or kScanNotBuilt when the child set does not exist yet.
+  static constexpr int32_t kScanNotBuilt = -2;
+  int32_t scan_if_built(int32_t handle, int32_t terminal) const;
   bool accepting(int32_t handle) const;
   // Id of the set's allowed-terminal set (equal sets share ids) and the terminals themselves.
   int32_t allowed_id(int32_t handle) const;

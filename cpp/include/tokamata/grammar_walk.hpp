@@ -125,6 +125,18 @@ class GrammarCore {
   int32_t after_lexeme(int32_t parser, int32_t terminal) {
     return ignored_[terminal] ? parser : parser_->scan(parser, terminal);
   }
+  // The same three without computing anything new: null / kUnknown / EarleyCore::kScanNotBuilt
+  // when the answer is not known yet.
+  const std::vector<int32_t>* ends_if_known(int32_t state) const {
+    return static_cast<size_t>(state) < ends_known_.size() && ends_known_[state] ? &ends_[state] : nullptr;
+  }
+  int32_t start_if_known(int32_t parser) const {
+    const int32_t id = parser_->allowed_id(parser);
+    return static_cast<size_t>(id) < start_by_allowed_.size() ? start_by_allowed_[id] : kUnknown;
+  }
+  int32_t after_lexeme_if_built(int32_t parser, int32_t terminal) const {
+    return ignored_[terminal] ? parser : parser_->scan_if_built(parser, terminal);
+  }
   // Appends (after, start) for each terminal ending at `state` that the parser takes, whose
   // next lexeme can start (start != kDead).
   void boundary(int32_t parser, int32_t state, std::vector<Config>& out);

@@ -93,6 +93,10 @@ class ConstraintCore {
   bool accepting(const Configuration* position, size_t size);
   // The position after `token` into `out` (sorted, unique; empty: refused). Without the GIL.
   void advance(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
+  // The same when it needs nothing new (lexer transitions, ends, start states and parser
+  // sets all built, the lexer not busy): returns false, `out` unspecified, otherwise. Never
+  // calls back into Python or waits for a lock held across a callback: may run with the GIL.
+  bool advance_if_built(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
 
   size_t num_cached_masks() const;
 
@@ -117,7 +121,10 @@ class ConstraintCore {
   // Parser states where the configuration's lexeme can end right now (the caller holds the
   // lexer's compute mutex).
   void boundary_parsers(const Configuration& c, std::vector<int32_t>& out);
-  void advance_text(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
+  // One mechanism for both advances: kBuiltOnly reads what exists and returns false at the
+  // first thing that would have to be computed. The caller holds the lexer's compute mutex.
+  template <bool kBuiltOnly>
+  bool advance_text(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
   void remember(const Configuration& c, MaskPtr mask);
   void remember(std::vector<Configuration> position, MaskPtr mask);
 
@@ -150,9 +157,9 @@ class MatcherCore {
   // would have to be computed): a bounded copy that callers may run holding the GIL.
   bool fill_if_cached(uint32_t* out, int64_t num_words);
   ConsumeStatus consume(int32_t token);
-  // consume() when nothing has to be computed (a regular constraint whose row and
-  // transitions along the token are known), else -1 and nothing changes; callers may run it
-  // holding the GIL.
+  // consume() when nothing has to be computed (the position's mask is cached, and so is
+  // everything the advance reads: ConstraintCore::advance_if_built), else -1 and nothing
+  // changes; callers may run it holding the GIL.
   int32_t consume_if_cached(int32_t token);
   int32_t rollback(int32_t n);  // returns how many were undone (n, or fewer if history is short)
   bool is_accepting();
