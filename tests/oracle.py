@@ -210,7 +210,7 @@ def python_dfa(pattern: str):
     """The Python oracle's lazy byte DFA of ``pattern`` (Python derivatives, no C++), whose
     start state is 0: the independent counterpart of the native lexer a regex compiles to."""
     from tokamata.automata.dfa import LazyByteDfa
-    from tokamata.automata.lower import lower
+    from tokamata.syntax.regex_lower import lower
     from tokamata.limits import DEFAULT_LIMITS
     from tokamata.syntax.regex import parse_regex
 

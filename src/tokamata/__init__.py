@@ -15,11 +15,12 @@ extendable to a full match.
 ``import tokamata`` never imports torch or transformers.
 """
 
-from .bitmask import allocate_bitmask, apply_bitmask
+from .bitmask import allocate_bitmask
 from .caches import clear_caches
 from .compile import (compile_gbnf, compile_grammar, compile_grammar_ir, compile_json, compile_json_schema,
                       compile_regex)
 from .constraint import Constraint
+from .integrations.apply import apply_bitmask
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
                      Unsupported, VocabularyError)
 from .limits import Limits

@@ -1,9 +1,9 @@
-"""Token bitmasks: allocation, validation, and applying them to logits.
+"""Token bitmasks: allocation, validation, unpacking (applying them to logits is
+``integrations/apply.py``).
 
 Invariants: a bitmask is int32 ``[batch, ceil(V/32)]``, C-contiguous, on the CPU; bit
-``t % 32`` of word ``t // 32`` is 1 iff token ``t`` is allowed. ``apply_bitmask`` sets the
-logits of disallowed tokens to ``-inf`` in place (numpy arrays and torch tensors, any
-device for torch), and columns past the bitmask's width are disallowed.
+``t % 32`` of word ``t // 32`` is 1 iff token ``t`` is allowed; columns past the bitmask's
+width are disallowed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import InvalidArgument
 
-__all__ = ["allocate_bitmask", "apply_bitmask", "check_bitmask", "bitmask_width", "token_bitmask_row"]
+__all__ = ["allocate_bitmask", "check_bitmask", "bitmask_width", "token_bitmask_row", "unpack_bitmask"]
 
 
 def bitmask_width(vocab_size: int) -> int:
@@ -74,42 +74,15 @@ def check_bitmask(bitmask, vocab_size: int):
     return bitmask
 
 
-def _unpack_numpy(bitmask: np.ndarray, width: int) -> np.ndarray:
+def unpack_bitmask(bitmask: np.ndarray, width: int) -> np.ndarray:
+    """A bool ``[..., width]`` array from an int32 ``[..., W]`` bitmask (columns past the
+    bitmask's ``32 * W`` bits are False).
+
+    >>> unpack_bitmask(np.array([[0b101]], dtype=np.int32), 4).tolist()
+    [[True, False, True, False]]
+    """
     bits = np.unpackbits(np.ascontiguousarray(bitmask).view(np.uint8), axis=-1, bitorder="little")
     allowed = np.zeros(bits.shape[:-1] + (width,), dtype=bool)
     n = min(width, bits.shape[-1])
     allowed[..., :n] = bits[..., :n].astype(bool)
     return allowed
-
-
-def apply_bitmask(logits, bitmask):
-    """Set disallowed logits to ``-inf`` in place and return ``logits``.
-
-    ``logits`` is ``[V]`` or ``[B, V]`` (numpy or torch); ``bitmask`` has one row per batch
-    row (or one row for ``[V]`` logits).
-
-    >>> import numpy as np
-    >>> logits = np.zeros((1, 3), dtype=np.float32); mask = np.array([[0b101]], dtype=np.int32)
-    >>> apply_bitmask(logits, mask).tolist()
-    [[0.0, -inf, 0.0]]
-    """
-    if type(logits).__module__.startswith("torch"):
-        from .integrations.torch import apply_bitmask_torch
-
-        return apply_bitmask_torch(logits, bitmask)
-    if not isinstance(logits, np.ndarray):
-        raise InvalidArgument(f"logits must be a numpy array or torch tensor, got {type(logits).__name__}")
-    mask = np.asarray(bitmask)
-    if mask.dtype != np.int32:
-        raise InvalidArgument(f"bitmask dtype must be int32, got {mask.dtype}")
-    squeeze = logits.ndim == 1
-    view = logits[None, :] if squeeze else logits
-    if view.ndim != 2:
-        raise InvalidArgument(f"logits must be [V] or [B, V], got shape {logits.shape}")
-    if mask.ndim == 1:
-        mask = mask[None, :]
-    if mask.ndim != 2 or mask.shape[0] != view.shape[0]:
-        raise InvalidArgument(f"bitmask shape {mask.shape} does not match logits shape {logits.shape}")
-    allowed = _unpack_numpy(mask, view.shape[1])
-    view[~allowed] = -np.inf
-    return logits

@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .automata import derivatives as d
-from .automata.lower import lower
 from .caches import clear_caches
 from .constraint import Constraint
 from .errors import InvalidArgument, InvalidSyntax
 from .grammar.ir import Grammar, check_grammar, lexeme_grammar
-from .grammar.json import json_grammar, whitespace_bound
 from .limits import DEFAULT_LIMITS, Limits
+from .syntax.json import json_grammar, whitespace_bound
 from .syntax.regex import parse_regex
+from .syntax.regex_lower import lower
 
 __all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
            "compile_grammar_ir", "clear_caches"]

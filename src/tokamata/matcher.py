@@ -123,21 +123,34 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
     from . import _core
 
     matchers = list(matchers)
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
+    if type(threads) is not int and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))):
         raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
-    rows = np.arange(len(matchers), dtype=np.int32) if indices is None else np.asarray(indices, dtype=np.int32)
-    if rows.shape != (len(matchers),):
-        raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0] if rows.ndim else rows} for {len(matchers)}")
-    sizes = set()
-    for m in matchers:
-        if type(m) is not Matcher and not isinstance(m, Matcher):
-            raise InvalidArgument(f"fill_bitmasks takes Matcher objects, got {type(m).__name__}")
-        sizes.add(m.constraint.vocab_size)
-    for size in sizes:  # (the core checks the width again; this names what is wrong)
-        check_bitmask(bitmask, size)
-    if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
-        raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})")
-    _core.fill_bitmasks([m._core for m in matchers], bitmask, rows, int(threads))
+    if not 1 <= threads <= 256:
+        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+    if indices is None:
+        rows = _ROWS[: len(matchers)] if len(matchers) <= len(_ROWS) else np.arange(len(matchers), dtype=np.int32)
+    else:
+        rows = np.asarray(indices, dtype=np.int32)
+        if rows.shape != (len(matchers),):
+            raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0] if rows.ndim else rows} "
+                                  f"for {len(matchers)}")
+    try:
+        cores = [m._core for m in matchers]
+        _core.fill_bitmasks(cores, bitmask, rows, int(threads))
+    except (AttributeError, TypeError, ValueError, IndexError):
+        # name what is wrong: the matchers, the bitmask, or the rows (nothing was written)
+        for m in matchers:
+            if not isinstance(m, Matcher):
+                raise InvalidArgument(f"fill_bitmasks takes Matcher objects, got {type(m).__name__}") from None
+        for size in {m.constraint.vocab_size for m in matchers}:
+            check_bitmask(bitmask, size)
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
+            raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})") from None
+        raise
+
+
+_ROWS = np.arange(1024, dtype=np.int32)
+_ROWS.setflags(write=False)
 
 
 def _token_id(token_id) -> int:

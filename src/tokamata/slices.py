@@ -19,7 +19,7 @@ Invariants
   compares sliced and unsliced rows.
 * Slices are built once per vocabulary and cached on it, like the trie; ``clear_caches``
   leaves them (they depend on the vocabulary alone).
-* ``text_depth(node)`` is sound, not complete: every string of the slice automaton of at most
+* ``text_depth(node)`` (``automata/analysis.py``) is sound, not complete: every string of the slice automaton of at most
   that many bytes leads ``node`` to a non-empty derivative, proven from the expression's shape
   (repetitions of a class holding every such character, bounded or not, concatenations,
   alternations, tags, and differences with finite languages). When it proves something the
@@ -35,10 +35,10 @@ import threading
 import numpy as np
 
 from . import _core
-from .automata import charset as cs
-from .automata import derivatives as d
-from .automata.boolean import _infinite, _max_length
+from .automata.analysis import UNLIMITED, text_depth, universal_over_text
 from .trie import core_trie
+
+__all__ = ["SLICE_BOUNDS", "slice_automaton", "core_slices", "UNLIMITED", "text_depth", "universal_over_text"]
 
 _lock = threading.Lock()
 _ATTRIBUTE = "_tokamata_core_slices"
@@ -89,87 +89,3 @@ def core_slices(vocab) -> "_core.TokenSlices":
             slices = _core.TokenSlices(trie, slice_automaton(), np.asarray(SLICE_BOUNDS, dtype=np.int32))
             vocab.__dict__[_ATTRIBUTE] = slices
     return slices
-
-
-#: the characters a JSON string takes unescaped (surrogates are no characters)
-_TEXT_CHARACTERS = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, cs.MAX_CODE_POINT))
-
-
-def _covers_text_characters(node: d.Expr) -> bool:
-    """True when every text character (as one whole UTF-8 sequence) is one of ``node``'s
-    strings: ``node`` is a character class, or an alternation whose character classes
-    together hold them all."""
-    ranges: list[tuple[int, int]] = []
-    for member in node.args if node.kind == d._ALT else (node,):
-        if member.kind == d._BYTES:
-            mask = member.args[0]
-            ranges += [(b, b) for b in range(0x80) if mask >> b & 1]
-        elif member.kind == d._UTF8 and member.args[1] == 0:
-            ranges += list(member.args[0])
-    ranges.sort()
-    for lo, hi in _TEXT_CHARACTERS:  # each needed range must lie in the union of ``ranges``
-        reach = lo - 1
-        for a, b in ranges:
-            if a > reach + 1:
-                if a <= hi:
-                    break
-                continue
-            reach = max(reach, b)
-            if reach >= hi:
-                break
-        if reach < hi:
-            return False
-    return True
-
-
-#: "every sliceable string, however long"
-UNLIMITED = 1 << 30
-
-
-def _text_depth(node: d.Expr, memo: dict[int, tuple[int, bool]]) -> tuple[int, bool]:
-    """(a length n such that every text string of at most n bytes leads ``node`` to a
-    non-empty derivative, whether every text string leads it to an infinite one)."""
-    known = memo.get(node.id)
-    if known is not None:
-        return known
-    kind = node.kind
-    result = (0, False)
-    if kind == d._TAGGED:
-        result = _text_depth(node.args[0], memo)
-    elif kind == d._ALT:
-        parts = [_text_depth(m, memo) for m in node.args]
-        result = (max(n for n, _ in parts), any(i for _, i in parts))
-    elif kind == d._CONCAT:
-        first, second = node.args
-        depth, infinite = _text_depth(first, memo)
-        # (first second)_w contains first_w second, and second is not empty
-        result = (depth, infinite or (depth == UNLIMITED and _infinite(second)))
-    elif kind == d._REPEAT:
-        item, _, high = node.args
-        if _covers_text_characters(item):
-            # after k whole characters the rest is item{..., high - k}; after part of one more,
-            # its completion then that; a string of n bytes holds at most n characters
-            result = (UNLIMITED, True) if high == d.UNBOUNDED else (high, False)
-    elif kind == d._DIFF:
-        first, second = node.args
-        if _text_depth(first, memo)[1] and _finite(second):
-            result = (UNLIMITED, True)  # an infinite set minus a finite one is never empty
-    memo[node.id] = result
-    return result
-
-
-def _finite(node: d.Expr) -> bool:
-    """True only if ``node`` has finitely many strings (memoized on the node)."""
-    return _max_length(node) is not None
-
-
-def text_depth(node: d.Expr) -> int:
-    """A length n (``UNLIMITED`` for any) such that every prefix of JSON string text of at most
-    n bytes (as UTF-8) leads ``node`` to a live state; 0 when nothing is proven (sound, not
-    complete)."""
-    return _text_depth(node, {})[0]
-
-
-def universal_over_text(node: d.Expr) -> bool:
-    """True only if every prefix of JSON string text leads ``node`` to a live state."""
-    return text_depth(node) == UNLIMITED

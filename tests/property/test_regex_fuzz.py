@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tokamata
 from tokamata.automata.dfa import DEAD, LazyByteDfa
-from tokamata.automata.lower import lower
+from tokamata.syntax.regex_lower import lower
 from tokamata.syntax.regex import parse_regex
 
 PIECES = ["a", "b", "é", "日", ".", "\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "[", "]", "^", "-", "(", ")",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tokamata.automata import charset as cs
+from tokamata.automata import boolean
 from tokamata.automata import derivatives as d
 
 SETS = {
@@ -29,7 +30,7 @@ def test_utf8_leaf_classes_refine_true_classes(name):
     stack, seen = [root], set()
     while stack:
         node = stack.pop()
-        if node.id in seen or node.kind != d._UTF8:
+        if node.id in seen or node.kind != d.Kind.UTF8:
             continue
         seen.add(node.id)
         derived = [d._utf8_derivative(node.args[0], node.args[1], b) for b in range(256)]
@@ -94,7 +95,7 @@ def test_global_class_starts_separate_every_leaf_class():
     roots = [lx.ANY_STRING, lx.NUMBER, d.alternation(d.tagged(lx.string_literals(["ab", "a\\c"]), 0),
                                                      d.tagged(lx.NUMBER, 1)),
              d.concat(d.utf8_char(SETS["mixed"]), d.text_until(b"*/")),
-             d.intersection(lx.INTEGER, d.concat(lx.DIGIT, d.decimal_multiple(3, 0)))]
+             boolean.intersection(lx.INTEGER, d.concat(lx.DIGIT, boolean.decimal_multiple(3, 0)))]
     for root in roots:
         starts = global_class_starts(root)
         assert starts[0] == 0 and list(starts) == sorted(set(starts))
@@ -119,7 +120,7 @@ def test_string_literals_is_a_trie_of_string_literal():
     texts = ["ab", "a", "a\"b", "é😀", ""]
     union = lx.string_literals(texts)
     single = d.alternation(*(lx.string_literal(t) for t in texts))
-    assert d.difference(union, single) is d.NOTHING and d.difference(single, union) is d.NOTHING
+    assert boolean.difference(union, single) is d.NOTHING and boolean.difference(single, union) is d.NOTHING
     assert _matches(union, b'"a\\u0022b"') and not _matches(union, b'"abc"')
 
 

@@ -251,7 +251,7 @@ def test_zero_width_terminals_are_refused():
 
 
 def test_lexer_state_blow_up_raises_limit_exceeded():
-    from tokamata.automata.lower import lower
+    from tokamata.syntax.regex_lower import lower
     from tokamata.syntax.regex import parse_regex
 
     limits = tokamata.Limits(max_dfa_states=60)

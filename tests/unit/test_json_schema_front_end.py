@@ -18,6 +18,7 @@ import pytest
 
 import tokamata
 from mask_walk import random_walk
+from tokamata.automata import boolean
 from tokamata.automata import derivatives as d
 from tokamata.grammar.ir import Grammar, is_terminal, nonterminal_index
 from tokamata.syntax.json_schema import schema_to_grammar, embed_grammar
@@ -408,8 +409,8 @@ NUMBERS = ["0", "-0", "-0.0", "0.00", "1", "10", "9.99", "100.000", "-1", "-9.5"
 def test_number_bounds_are_exact(bound):
     b = Decimal(bound)
     for strict in (False, True):
-        low = d.intersection(nm.at_least(b, strict, tokamata.Limits()), lx.PLAIN_NUMBER)
-        high = d.intersection(nm.at_most(b, strict, tokamata.Limits()), lx.PLAIN_NUMBER)
+        low = boolean.intersection(nm.at_least(b, strict, tokamata.Limits()), lx.PLAIN_NUMBER)
+        high = boolean.intersection(nm.at_most(b, strict, tokamata.Limits()), lx.PLAIN_NUMBER)
         for text in NUMBERS:
             x = Decimal(text)
             assert _accepts(low, text) == (x > b if strict else x >= b), (bound, strict, text)
@@ -429,16 +430,16 @@ LONG = "1" + "0" * 308  # 309 integer digits: with a fraction, Python floats ove
 @pytest.mark.parametrize("name,number", [
     ("multiple of 3", nm.multiple_of(Decimal(3), tokamata.Limits())),
     ("multiple of 0.5", nm.multiple_of(Decimal("0.5"), tokamata.Limits())),
-    ("at least 5", d.intersection(nm.PLAIN_ANY, nm.at_least(Decimal(5), False, tokamata.Limits()))),
-    ("not even", d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(2), tokamata.Limits()))),
+    ("at least 5", boolean.intersection(nm.PLAIN_ANY, nm.at_least(Decimal(5), False, tokamata.Limits()))),
+    ("not even", boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(2), tokamata.Limits()))),
     ("integer", nm.INTEGER_ANY),
     ("plain", nm.PLAIN_ANY),
     ("values", d.alternation(nm.number_value(Decimal(6), tokamata.Limits()),
                              nm.number_value(Decimal(LONG), tokamata.Limits()))),
-    ("multiples of 7 but not 11 or 13", d.intersection(
+    ("multiples of 7 but not 11 or 13", boolean.intersection(
         nm.INTEGER_ANY, nm.multiple_of(Decimal(7), tokamata.Limits()),
-        d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), tokamata.Limits())),
-        d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(13), tokamata.Limits())))),
+        boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), tokamata.Limits())),
+        boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(13), tokamata.Limits())))),
 ])
 def test_overflow_safe_leaves_out_exactly_long_fractions(name, number):
     final = nm.overflow_safe(number, tokamata.Limits())
@@ -453,11 +454,11 @@ def test_overflow_safe_spells_large_remainder_products_without_fraction():
     # exactly, the automaton would pair 3003 remainders with 309 integer lengths: integral values
     # lose their ".0" spellings instead (every value stays in, nothing outside gets in)
     limits = tokamata.Limits()
-    number = d.intersection(
-        nm.INTEGER_ANY, d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(7), limits)),
-        d.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), limits)),
-        d.alternation(d.difference(nm.multiple_of(Decimal(3), limits), nm.multiple_of(Decimal(13), limits)),
-                      d.difference(nm.multiple_of(Decimal(13), limits), nm.multiple_of(Decimal(3), limits))))
+    number = boolean.intersection(
+        nm.INTEGER_ANY, boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(7), limits)),
+        boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), limits)),
+        d.alternation(boolean.difference(nm.multiple_of(Decimal(3), limits), nm.multiple_of(Decimal(13), limits)),
+                      boolean.difference(nm.multiple_of(Decimal(13), limits), nm.multiple_of(Decimal(3), limits))))
     final = nm.overflow_safe(number, limits)
     for n in range(-200, 200):
         valid = n % 7 != 0 and n % 11 != 0 and (n % 3 == 0) != (n % 13 == 0)
@@ -493,17 +494,17 @@ def test_combined_multiples_keep_the_lexer_small():
 
 def test_intersection_and_difference_keep_nonempty_invariant():
     a = lx.literal("ab")
-    assert d.intersection(a, lx.literal("ac")) is d.NOTHING
-    assert d.difference(a, a) is d.NOTHING
+    assert boolean.intersection(a, lx.literal("ac")) is d.NOTHING
+    assert boolean.difference(a, a) is d.NOTHING
     star = d.repeat(d.byte_set(1 << 97), 0, d.UNBOUNDED)
     even = d.repeat(lx.literal("aa"), 0, d.UNBOUNDED)
-    odd = d.difference(star, even)
+    odd = boolean.difference(star, even)
     assert _accepts(odd, "aaa") and not _accepts(odd, "aaaa")
-    assert d.intersection(odd, even) is d.NOTHING
+    assert boolean.intersection(odd, even) is d.NOTHING
     with pytest.raises(tokamata.LimitExceeded):
         big = d.repeat(d.byte_set(1 << 97), 0, 5000)
-        d.intersection(big, lx.literal("b"), limits=tokamata.Limits(max_dfa_states=10)) and \
-            d.difference(big, d.repeat(d.byte_set(1 << 97), 0, 4999), limits=tokamata.Limits(max_dfa_states=10))
+        boolean.intersection(big, lx.literal("b"), limits=tokamata.Limits(max_dfa_states=10)) and \
+            boolean.difference(big, d.repeat(d.byte_set(1 << 97), 0, 4999), limits=tokamata.Limits(max_dfa_states=10))
 
 
 # -- with the engine and a real tokenizer ---------------------------------------------------

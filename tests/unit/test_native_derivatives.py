@@ -17,18 +17,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokamata import _core
+from tokamata.automata import boolean
 from tokamata.automata import derivatives as d
 from tokamata.automata import native
 from tokamata.automata.dfa import DEAD, LazyByteDfa, global_class_starts
 from tokamata.grammar.lexer import untagged
 from tokamata.limits import Limits
-from tokamata.slices import UNLIMITED, text_depth
+from tokamata.automata.analysis import UNLIMITED, text_depth
 
 _BYTE_SETS = [d.byte_set(d.byte_mask(chars)) for chars in ("a", "b", "ab", "0123456789", '"', "\\", "a.")]
 _CHARS = [d.utf8_char(((0xE9, 0xE9),)), d.utf8_char(((0x4E00, 0x4E0F), (0x1F600, 0x1F602))),
           d.utf8_char(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)))]
 _LEAVES = st.sampled_from(_BYTE_SETS + _CHARS + [d.text_until(b'"'), d.text_until("é!".encode()),
-                                                d.decimal_multiple(3, 0), d.decimal_multiple(5, 1)])
+                                                boolean.decimal_multiple(3, 0), boolean.decimal_multiple(5, 1)])
 
 
 def _expressions():
@@ -38,8 +39,8 @@ def _expressions():
             st.lists(inner, min_size=2, max_size=3).map(lambda xs: d.alternation(*xs)),
             st.tuples(inner, st.integers(0, 2), st.sampled_from([1, 3, d.UNBOUNDED])).map(
                 lambda t: d.repeat(t[0], t[1], max(t[1], t[2]) if t[2] != d.UNBOUNDED else t[2])),
-            st.tuples(inner, inner).map(lambda p: d.intersection(*p)),
-            st.tuples(inner, inner).map(lambda p: d.difference(*p)),
+            st.tuples(inner, inner).map(lambda p: boolean.intersection(*p)),
+            st.tuples(inner, inner).map(lambda p: boolean.difference(*p)),
         )
     return st.recursive(_LEAVES, extend, max_leaves=6)
 
@@ -92,18 +93,18 @@ def test_native_lexer_dfa_matches_the_python_engine(terminals):
 def _leaf_cuts_from_scratch(node: d.Expr) -> int:
     """The leaf-cut mask of ``node`` recomputed without any memo: bit b (1..0x7F) when some
     leaf's byte set changes between b - 1 and b, bit 0 when some leaf reads a non-ASCII byte."""
-    if node.kind == d._BYTES:
+    if node.kind == d.Kind.BYTES:
         mask = node.args[0]
         return sum(1 << b for b in range(1, 0x80) if (mask >> b & 1) != (mask >> (b - 1) & 1)) | (mask >> 0x80 != 0)
-    if node.kind == d._UTF8:
+    if node.kind == d.Kind.UTF8:
         if node.args[1] != 0:
             return 1
         ascii_bits = [any(lo <= b <= hi for lo, hi in node.args[0]) for b in range(0x80)]
         return 1 | sum(1 << b for b in range(1, 0x80) if ascii_bits[b] != ascii_bits[b - 1])
-    if node.kind == d._UNTIL:
+    if node.kind == d.Kind.UNTIL:
         return 1 | sum(1 << c for c in d.cuts(node) if c < 0x80)
-    children = {d._REPEAT: node.args[:1], d._TAGGED: node.args[:1]}.get(node.kind, node.args)
-    if node.kind == d._DECMOD:
+    children = {d.Kind.REPEAT: node.args[:1], d.Kind.TAGGED: node.args[:1]}.get(node.kind, node.args)
+    if node.kind == d.Kind.DECMOD:
         children = node.args[5:]
     found = 0
     for child in children:
@@ -123,10 +124,10 @@ def test_leaf_cuts_set_when_built_match_a_walk_from_scratch(terminals):
         while stack:
             node = stack.pop()
             if node._leaf_cuts is None:
-                assert any(leaf.kind == d._UNTIL for leaf in _nodes_below(node)), node
+                assert any(leaf.kind == d.Kind.UNTIL for leaf in _nodes_below(node)), node
             assert _leaf_cuts(node) == _leaf_cuts_from_scratch(node), node
-            if node.kind not in (d._BYTES, d._UTF8, d._UNTIL, d._DECMOD):
-                stack.extend(node.args[:1] if node.kind in (d._REPEAT, d._TAGGED) else node.args)
+            if node.kind not in (d.Kind.BYTES, d.Kind.UTF8, d.Kind.UNTIL, d.Kind.DECMOD):
+                stack.extend(node.args[:1] if node.kind in (d.Kind.REPEAT, d.Kind.TAGGED) else node.args)
 
 
 def _live_states_at_depth(root: d.Expr, depth: int, max_states: int = 400) -> list[d.Expr]:
@@ -149,7 +150,7 @@ def _live_states_at_depth(root: d.Expr, depth: int, max_states: int = 400) -> li
 def test_length_facts_set_when_built_are_sound(terminals):
     """A node's longest-string bound holds (nothing longer is accepted) and a node said to be
     infinite has strings of any length (facts set by ``derivatives._set_facts``)."""
-    from tokamata.automata.boolean import _infinite, _max_length
+    from tokamata.automata.analysis import infinite as _infinite, max_length as _max_length
 
     for root in terminals:
         longest = _max_length(root)
@@ -165,8 +166,8 @@ def _nodes_below(node: d.Expr) -> list[d.Expr]:
     while stack:
         top = stack.pop()
         found.append(top)
-        if top.kind not in (d._BYTES, d._UTF8, d._UNTIL, d._DECMOD):
-            stack.extend(top.args[:1] if top.kind in (d._REPEAT, d._TAGGED) else top.args)
+        if top.kind not in (d.Kind.BYTES, d.Kind.UTF8, d.Kind.UNTIL, d.Kind.DECMOD):
+            stack.extend(top.args[:1] if top.kind in (d.Kind.REPEAT, d.Kind.TAGGED) else top.args)
     return found
 
 

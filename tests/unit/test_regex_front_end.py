@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import tokamata
 from tokamata.automata.dfa import DEAD, LazyByteDfa
-from tokamata.automata.lower import lower
+from tokamata.syntax.regex_lower import lower
 from tokamata.syntax.regex import parse_regex
 
 from regex_cases import ERRORS, TABLE

@@ -216,7 +216,7 @@ def _derive(node, data: bytes):
 
 
 def _lexer_expression(pattern: str):
-    from tokamata.automata.lower import lower
+    from tokamata.syntax.regex_lower import lower
     from tokamata.limits import Limits
     from tokamata.syntax.regex import parse_regex
 

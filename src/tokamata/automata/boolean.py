@@ -17,8 +17,8 @@ Invariants:
   syntax. Its args carry one byte set per digit and one for "." so that walks over ``args``
   (the DFA's global byte classes) see the leaf's cuts.
 - These nodes are built only by the constructors here; :mod:`.derivatives` derives and
-  describes them through :func:`_boolean_derivative` and :func:`_describe_boolean`, and
-  re-exports the constructors.
+  describes them through the functions this module registers (``register_kind``) when it is
+  imported.
 - Facts about a node used to skip searches (surely infinite, longest string) are stored on
   the node, so they live exactly as long as it does.
 """
@@ -27,8 +27,12 @@ from __future__ import annotations
 
 from typing import Dict
 
-from .derivatives import (_AND, _ALT, _CONCAT, _DECMOD, _DIFF, NOTHING, Expr, _describe, _make, _tables,
-                          alternation, byte_set, cuts, derivative)
+from ..caches import register_process_cache
+
+from .derivatives import (NOTHING, Expr, Kind, alternation, byte_set, cuts, derivative, describe, intern_node,
+                          is_interned, register_kind)
+
+_AND, _ALT, _CONCAT, _DECMOD, _DIFF = Kind.AND, Kind.ALT, Kind.CONCAT, Kind.DECMOD, Kind.DIFF
 
 __all__ = ["intersection", "difference", "decimal_multiple"]
 
@@ -37,8 +41,11 @@ _emptiness: Dict[tuple, bool] = {}  # (kind, members) -> True when the language 
 
 
 def clear() -> None:
-    """Forget the emptiness cache (with :func:`.derivatives.clear_interned`)."""
+    """Forget the emptiness cache (with the interned expressions: ``clear_caches``)."""
     _emptiness.clear()
+
+
+register_process_cache("emptiness of boolean expressions", clear)
 
 
 def intersection(*items: Expr, limits=None) -> Expr:
@@ -60,7 +67,7 @@ def intersection(*items: Expr, limits=None) -> Expr:
     ordered = tuple(members[k] for k in sorted(members))
     if not _non_empty(_AND, ordered, limits):
         return NOTHING
-    return _make(_AND, ordered, all(m.nullable for m in ordered))
+    return intern_node(_AND, ordered, all(m.nullable for m in ordered))
 
 
 def difference(first: Expr, second: Expr, limits=None) -> Expr:
@@ -76,7 +83,7 @@ def difference(first: Expr, second: Expr, limits=None) -> Expr:
     pair = (first, second)
     if not _non_empty(_DIFF, pair, limits):
         return NOTHING
-    return _make(_DIFF, pair, first.nullable and not second.nullable)
+    return intern_node(_DIFF, pair, first.nullable and not second.nullable)
 
 
 def decimal_multiple(p: int, k: int) -> Expr:
@@ -101,7 +108,7 @@ def _decmod_state(p: int, k: int, phase: int, r: int, t: int) -> Expr:
         if r != 0:
             return NOTHING
         nullable = True
-    return _make(_DECMOD, (p, k, phase, r, t) + _DIGIT_MARKERS, nullable)
+    return intern_node(_DECMOD, (p, k, phase, r, t) + _DIGIT_MARKERS, nullable)
 
 
 def _decmod_derivative(args: tuple, byte: int) -> Expr:
@@ -152,12 +159,12 @@ def _accepts(kind: int, members: tuple) -> bool:
 def _non_empty(kind: int, members: tuple, limits) -> bool:
     """Whether the AND/DIFF of ``members`` matches some string (cached)."""
     key = (kind, members)
-    if members in _tables[kind]:
+    if is_interned(kind, members):
         return True
     known = _emptiness.get(key)
     if known is not None:
         return known
-    if kind == _DIFF and _infinite(members[0]) and _max_length(members[1]) is not None:
+    if kind == _DIFF and members[0]._infinite and members[1]._longest is not None:  # (analysis.infinite, finite)
         _emptiness[key] = True  # longer strings than the subtrahend has are left over
         return True
     from ..limits import DEFAULT_LIMITS
@@ -182,7 +189,7 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
             continue
         if _emptiness.get(nkey) is False:
             continue
-        if _emptiness.get(nkey) or nxt in _tables[kind] or _accepts(kind, nxt):
+        if _emptiness.get(nkey) or is_interned(kind, nxt) or _accepts(kind, nxt):
             for entry in path:
                 _emptiness[entry[0]] = True
             return True
@@ -194,18 +201,6 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
     for seen in visited:
         _emptiness[seen] = False
     return False
-
-
-def _infinite(node: Expr) -> bool:
-    """True only when ``node`` surely matches infinitely many strings (sound, not complete;
-    set when the node is built: ``derivatives._set_facts``)."""
-    return node._infinite
-
-
-def _max_length(node: Expr):
-    """The length of the longest string of ``node``, or None when unbounded (or unknown;
-    set when the node is built: ``derivatives._set_facts``)."""
-    return node._longest
 
 
 def _representatives(members: tuple) -> list:
@@ -277,8 +272,12 @@ def _gcd(a: int, b: int) -> int:
 
 def _describe_boolean(node: Expr, depth: int) -> str:
     if node.kind == _AND:
-        return "(" + "&".join(_describe(m, depth + 1) for m in node.args) + ")"
+        return "(" + "&".join(describe(m, depth + 1) for m in node.args) + ")"
     if node.kind == _DIFF:
-        return f"({_describe(node.args[0], depth + 1)}-{_describe(node.args[1], depth + 1)})"
+        return f"({describe(node.args[0], depth + 1)}-{describe(node.args[1], depth + 1)})"
     p, k, phase, r, t = node.args[:5]
     return f"<multiple of {p}e-{k}: phase {phase}, remainder {r}, {t} fraction digits>"
+
+
+for _kind in (_AND, _DIFF, _DECMOD):
+    register_kind(_kind, _boolean_derivative, _describe_boolean)

@@ -28,12 +28,25 @@ from . import charset as cs
 
 __all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
            "repeat", "derivative", "cuts", "UNBOUNDED", "tagged", "end_marks", "text_until",
-           "intersection", "difference", "decimal_multiple", "byte_mask", "first_bytes"]
+           "byte_mask", "first_bytes", "register_kind", "Kind", "intern_node", "is_interned", "describe",
+           "CONTINUATION_BYTES"]
 
 UNBOUNDED = -1
 
+
+
+class Kind:
+    """The kind of an expression node (``Expr.kind``), as plain ints: the C++ arena's
+    ``ExprKind`` uses the same numbers for the kinds it shares (cpp/include/tokamata/expr_arena.hpp).
+    AND, DIFF and DECMOD are built in :mod:`.boolean`."""
+
+    NOTHING, EPSILON, BYTES, UTF8, CONCAT, ALT, REPEAT, TAGGED, UNTIL = range(9)
+    AND, DIFF, DECMOD = 9, 10, 11
+
+
+# (module-level copies for this module's own hot paths)
 _NOTHING, _EPSILON, _BYTES, _UTF8, _CONCAT, _ALT, _REPEAT, _TAGGED, _UNTIL = range(9)
-_AND, _DIFF, _DECMOD = 9, 10, 11  # built in .boolean
+_AND, _DIFF, _DECMOD = 9, 10, 11
 _DECMOD_CUTS = (0x2E, 0x2F) + tuple(range(0x30, 0x3B))
 
 _lock = threading.Lock()
@@ -195,14 +208,42 @@ def clear_interned() -> int:
         _tables[_NOTHING][()] = NOTHING
         _tables[_EPSILON][()] = EPSILON
         utf8_char.cache_clear()
-        _boolean.clear()
-        _native.reset()
     return count
 
 
 register_process_cache("interned expressions", clear_interned)
 
+
+def intern_node(kind: int, args: tuple, nullable: bool) -> Expr:
+    """The interned node of ``kind`` over ``args`` (for the modules that define kinds of their
+    own: :mod:`.boolean`); the caller has normalized ``args``."""
+    return _make(kind, args, nullable)
+
+
+def is_interned(kind: int, args: tuple) -> bool:
+    """Whether a node of ``kind`` over ``args`` exists (was built and not cleared)."""
+    return args in _tables[kind]
+
+
+def describe(node: Expr, depth: int = 0) -> str:
+    """A short human-readable rendering of ``node`` (for messages)."""
+    return _describe(node, depth)
+
+#: the derivative and the description of the kinds defined by other modules (AND, DIFF and
+#: DECMOD: automata/boolean.py), registered by them when imported; a node of such a kind is
+#: only ever built by its module, so its entry exists before the node does
+_KIND_DERIVATIVE: dict = {}
+_KIND_DESCRIBE: dict = {}
+
+
+def register_kind(kind: int, derivative_of, describe) -> None:
+    """Register how nodes of ``kind`` (>= AND) are derived (``derivative_of(node, byte)``) and
+    described (``describe(node, depth)``)."""
+    _KIND_DERIVATIVE[kind] = derivative_of
+    _KIND_DESCRIBE[kind] = describe
+
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
+CONTINUATION_BYTES = _CONTINUATION_MASK  #: the byte mask of UTF-8 continuation bytes (0x80..0xBF)
 _CUT_POSITIONS = ((1 << 256) - 1) ^ 1  # bytes 1..255
 
 
@@ -455,7 +496,7 @@ def derivative(node: Expr, byte: int) -> Expr:
     elif kind == _UNTIL:
         result = _until_derivative(node.args[0], node.args[1], node.args[2], byte)
     elif kind >= _AND:
-        result = _boolean_derivative(node, byte)
+        result = _KIND_DERIVATIVE[kind](node, byte)
     else:  # NOTHING, EPSILON
         result = NOTHING
     memo[cls] = result
@@ -683,16 +724,8 @@ def _describe(node: Expr, depth: int = 0) -> str:
     if kind == _CONCAT:
         return _describe(node.args[0], depth + 1) + _describe(node.args[1], depth + 1)
     if kind >= _AND:
-        return _describe_boolean(node, depth)
+        return _KIND_DESCRIBE[kind](node, depth)
     if kind == _ALT:
         return "(" + "|".join(_describe(m, depth + 1) for m in node.args) + ")"
     item, low, high = node.args
     return f"({_describe(item, depth + 1)}){{{low},{'' if high == UNBOUNDED else high}}}"
-
-
-# The boolean operators (AND, DIFF, DECMOD nodes) live in .boolean; their constructors are
-# part of this module's API.
-from .boolean import (_boolean_derivative, _describe_boolean, decimal_multiple, difference,  # noqa: E402
-                      intersection)
-from . import boolean as _boolean  # noqa: E402
-from . import native as _native  # noqa: E402

@@ -24,32 +24,15 @@ import numpy as np
 from ..errors import LimitExceeded
 from ..limits import Limits
 from . import derivatives as d
+from .analysis import inside_character
 
 DEAD = -1
 #: a structural key deferred to the C++ core's key function (native lexers send it for every
 #: state: DerivativeDfa computes the key when a walk is rooted at the state)
 KEY_LATER = int(np.iinfo(np.int64).min)
+
+__all__ = ["LazyByteDfa", "DEAD", "KEY_LATER", "global_class_starts"]
 _ALL_BYTES = np.arange(256)
-
-
-def _inside_character(node: d.Expr) -> bool:
-    """True when every string of ``node`` starts with a UTF-8 continuation byte."""
-    kind = node.kind
-    if kind == d._UTF8:
-        return node.args[1] > 0
-    if kind == d._BYTES:
-        return (node.args[0] & ~d._CONTINUATION_MASK) == 0
-    if kind == d._CONCAT:
-        return _inside_character(node.args[0])
-    if kind == d._ALT:
-        return all(_inside_character(m) for m in node.args)
-    if kind == d._UNTIL:
-        return node.args[2] is not None and _inside_character(node.args[2])
-    if kind == d._TAGGED:
-        return _inside_character(node.args[0])
-    return False
-
-__all__ = ["LazyByteDfa", "DEAD", "global_class_starts"]
 
 
 _ASCII_CUT_POSITIONS = d.ASCII_CUT_POSITIONS  # cuts 1..0x7F (0x80 is always a cut)
@@ -64,7 +47,7 @@ def _leaf_cuts(node: d.Expr) -> int:
     found = node._leaf_cuts
     if found is not None:
         return found
-    UNTIL, REPEAT, TAGGED = d._UNTIL, d._REPEAT, d._TAGGED
+    UNTIL, REPEAT, TAGGED = d.Kind.UNTIL, d.Kind.REPEAT, d.Kind.TAGGED
     stack = [node]
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
@@ -170,7 +153,7 @@ class LazyByteDfa:
             node = self.states[state]
             starts = (0,) + d.cuts(node)
             targets: list[int | None] = [None] * len(starts)
-            if _inside_character(node):  # only continuation bytes can follow: no derivative needed
+            if inside_character(node):  # only continuation bytes can follow: no derivative needed
                 for i, start in enumerate(starts):
                     end = starts[i + 1] if i + 1 < len(starts) else 256
                     if end <= 0x80 or start >= 0xC0:

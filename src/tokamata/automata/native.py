@@ -31,12 +31,14 @@ from array import array
 import numpy as np
 
 from .. import _core
+from ..caches import register_process_cache
+from . import analysis
 from . import derivatives as d
 
 __all__ = ["Bridge", "bridge", "reset"]
 
 _FOREIGN = 12  # the arena's kind for the nodes it derives through the callback
-_AND, _DIFF = d._AND, d._DIFF
+_AND, _DIFF = d.Kind.AND, d.Kind.DIFF
 _MAX_INT32 = (1 << 31) - 1
 _generations = itertools.count(1)
 
@@ -89,16 +91,12 @@ class Bridge:
 
     def _facts(self, node: d.Expr, records: array) -> None:
         """The FACTS of a foreign leaf (see ExprArena::import_nodes)."""
-        from ..slices import UNLIMITED, _text_depth
-        from .boolean import _infinite, _max_length
-        from .dfa import _inside_character
-
         handle = len(self.foreign)
         self.foreign.append(node)
-        longest = _max_length(node)
-        depth, text_infinite = _text_depth(node, {})
-        records.extend((handle, int(node.nullable), int(_inside_character(node)), int(_infinite(node)),
-                        -1 if longest is None else min(longest, _MAX_INT32), min(depth, UNLIMITED),
+        longest = analysis.max_length(node)
+        depth, text_infinite = analysis.text_depth_facts(node, {})
+        records.extend((handle, int(node.nullable), int(analysis.inside_character(node)), int(analysis.infinite(node)),
+                        -1 if longest is None else min(longest, _MAX_INT32), min(depth, analysis.UNLIMITED),
                         int(text_infinite)))
         records.extend(_words(d.first_bytes(node) & ((1 << 256) - 1)))
         node_cuts = d.cuts(node)
@@ -125,7 +123,7 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
     in_batch = -1 - (serial << 32)  # the marks of this batch are in_batch - (index << 1 | foreign)
     records = array("i")
     order: list[d.Expr] = []
-    CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d._CONCAT, d._ALT, d._REPEAT, d._TAGGED, d._BYTES, d._UTF8
+    CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.BYTES, d.Kind.UTF8
     AND, DIFF = _AND, _DIFF
     stack = [node]
     while stack:  # post-order without recursion: concatenations may be long
@@ -174,7 +172,7 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
                 records.extend((kind, ref, args[1], args[2]))
             else:
                 records.extend((kind, ref, args[1]))
-        elif kind == d._NOTHING or kind == d._EPSILON:
+        elif kind == d.Kind.NOTHING or kind == d.Kind.EPSILON:
             records.append(kind)
         elif kind == CONCAT or kind == ALT or kind == AND or kind == DIFF:
             records.append(kind)
@@ -232,3 +230,6 @@ def reset(force: bool = False) -> None:
     with _bridge_lock:
         if _bridge is not None and (force or _bridge.arena.size > ARENA_NODES_KEPT):
             _bridge = None
+
+
+register_process_cache("native expression arena (kept while small)", reset)

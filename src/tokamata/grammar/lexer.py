@@ -101,8 +101,8 @@ class Lexer:
 def untagged(node: d.Expr) -> d.Expr:
     """``node``'s language without terminal tags (lexer states are tagged terminals or
     alternations of them); the Python counterpart of the arena's ``untagged``."""
-    if node.kind == d._TAGGED:
+    if node.kind == d.Kind.TAGGED:
         return untagged(node.args[0])
-    if node.kind == d._ALT and any(m.kind == d._TAGGED for m in node.args):
+    if node.kind == d.Kind.ALT and any(m.kind == d.Kind.TAGGED for m in node.args):
         return d.alternation(*(untagged(m) for m in node.args))
     return node

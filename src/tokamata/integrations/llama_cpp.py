@@ -73,12 +73,12 @@ def vocabulary(llm: "llama_cpp.Llama"):
 
     Cached per (model path, ``n_vocab``) for the life of the process.
     """
-    import tokamata
+    from tokamata.vocab import Vocabulary
 
     key = (str(llm.model_path), int(llm.n_vocab()))
     vocab = _VOCAB_CACHE.get(key)
     if vocab is None:
-        vocab = _VOCAB_CACHE[key] = tokamata.Vocabulary.from_gguf(key[0], size=key[1])
+        vocab = _VOCAB_CACHE[key] = Vocabulary.from_gguf(key[0], size=key[1])
     return vocab
 
 

@@ -44,14 +44,14 @@ def apply_bitmask_torch(logits, bitmask):
     if view.device.type == "cpu":
         import numpy as np
 
-        from ..bitmask import _unpack_numpy
+        from ..bitmask import unpack_bitmask
 
         mask = bitmask.numpy() if hasattr(bitmask, "numpy") else np.asarray(bitmask)
         if mask.dtype != np.int32:
             raise InvalidArgument(f"bitmask dtype must be int32, got {mask.dtype}")
         if mask.ndim == 1:
             mask = mask[None, :]
-        allowed = _torch().from_numpy(_unpack_numpy(mask, view.shape[1]))  # numpy unpacking is faster on CPU
+        allowed = _torch().from_numpy(unpack_bitmask(mask, view.shape[1]))  # numpy unpacking is faster on CPU
     else:
         allowed = bitmask_to_bool(bitmask, view.shape[1], device=view.device)
     if allowed.shape[0] != view.shape[0]:

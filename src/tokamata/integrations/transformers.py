@@ -55,7 +55,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'tokamata[transformers]'"
     ) from exc
 
-from tokamata.bitmask import apply_bitmask, token_bitmask_row
+from tokamata.bitmask import token_bitmask_row
+from tokamata.integrations.apply import apply_bitmask
 from tokamata.errors import InvalidArgument
 
 __all__ = ["TokamataLogitsProcessor"]

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..automata import derivatives as d
-from ..automata.lower import lower
+from .regex_lower import lower
 from ..errors import SchemaError, InvalidArgument, InvalidSyntax, LimitExceeded, Unsupported
 from ..grammar.ir import Grammar
 from ..limits import Limits

@@ -18,7 +18,7 @@ only ``\\n``, which ``[^\\n]`` says explicitly).
 from __future__ import annotations
 
 from ..automata import derivatives as d
-from ..automata.lower import lower
+from .regex_lower import lower
 from ..limits import Limits
 from .regex import parse_regex
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ...automata import boolean
+
 from ...automata import derivatives as d
 from ...errors import SchemaError, Unsupported
 from . import lexemes as lx
@@ -28,7 +30,7 @@ from . import strings as st
 from .nodes import (ALL, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node, ObjectShape, intersect)
 from .refs import Path, pointer, unsupported
 
-__all__ = ["Complements"]
+__all__ = ["Complements", "negation"]
 
 
 def _keyword(path: Path) -> str:
@@ -36,7 +38,8 @@ def _keyword(path: Path) -> str:
     return path[-1] if path and isinstance(path[-1], str) else "not"
 
 
-def _not(conj: Conj, path: Path) -> Conj:
+def negation(conj: Conj, path: Path) -> Conj:
+    """The conjunction of ``conj``'s complement (``not``), at ``path`` for messages."""
     if conj == FALSE:
         return TRUE
     if conj == TRUE:
@@ -61,19 +64,19 @@ class Complements:
             number = a.number
         elif b.number is lx.NUMBER:
             number = d.NOTHING
-        elif d.intersection(a.number, b.number, limits=self.limits) is d.NOTHING:
+        elif boolean.intersection(a.number, b.number, limits=self.limits) is d.NOTHING:
             number = a.number  # disjoint: nothing to take away (keeps exponents, too)
         else:
             self._notation(path)
             plain = nm.PLAIN_ANY if a.number is lx.NUMBER else \
-                d.intersection(a.number, nm.PLAIN_ANY, limits=self.limits)
-            number = d.difference(plain, b.number, self.limits)
+                boolean.intersection(a.number, nm.PLAIN_ANY, limits=self.limits)
+            number = boolean.difference(plain, b.number, self.limits)
         objects = self._shape_difference(a.objects, b.objects, self.complement_object, path)
         arrays = self._shape_difference(a.arrays, b.arrays, self.complement_array, path)
         string = a.string
         if a.string is not d.NOTHING and b.string is not d.NOTHING and \
-                d.intersection(a.string, b.string, limits=self.limits) is not d.NOTHING:
-            string = d.difference(a.string, b.string, self.limits)
+                boolean.intersection(a.string, b.string, limits=self.limits) is not d.NOTHING:
+            string = boolean.difference(a.string, b.string, self.limits)
         return Node(a.null and not b.null, a.true and not b.true, a.false and not b.false, number,
                     string, objects, arrays)
 
@@ -127,7 +130,7 @@ class Complements:
         if (a.null and b.null) or (a.true and b.true) or (a.false and b.false):
             return False
         for x, y in ((a.number, b.number), (a.string, b.string)):
-            if x is not d.NOTHING and y is not d.NOTHING and d.intersection(x, y, limits=self.limits) is not d.NOTHING:
+            if x is not d.NOTHING and y is not d.NOTHING and boolean.intersection(x, y, limits=self.limits) is not d.NOTHING:
                 return False
         return True
 
@@ -135,7 +138,7 @@ class Complements:
         """Objects in none of ``shapes``, which are told apart by member ``key``: the key
         missing or matching none of them, or matching shape i and failing it."""
         tags = [shape.schema_of(key) for shape in shapes]
-        outside = frozenset().union(*(_not(tag, path) for tag in tags))
+        outside = frozenset().union(*(negation(tag, path) for tag in tags))
         result = [ObjectShape(declared=((key, outside),))]
         for shape, tag in zip(shapes, tags):
             chosen = Node(objects=(ObjectShape(declared=((key, tag),), required=frozenset({key})),))
@@ -150,24 +153,24 @@ class Complements:
         declared = d.alternation(*(lx.string_literal(name) for name, _ in shape.declared))
         for language, conj in shape.rules:
             if conj != TRUE:
-                witness = d.difference(language, declared, self.limits)
+                witness = boolean.difference(language, declared, self.limits)
                 if witness is not d.NOTHING:
-                    shapes.append(ObjectShape(witnesses=((witness, _not(conj, path)),)))
+                    shapes.append(ObjectShape(witnesses=((witness, negation(conj, path)),)))
         if shape.names is not lx.ANY_STRING:
             for name, _ in shape.declared:
                 if not st.name_accepts(shape.names, name):
                     shapes.append(ObjectShape(declared=((name, TRUE),), required=frozenset({name})))
-            outside = d.difference(d.difference(lx.ANY_STRING, shape.names, self.limits), declared, self.limits)
+            outside = boolean.difference(boolean.difference(lx.ANY_STRING, shape.names, self.limits), declared, self.limits)
             if outside is not d.NOTHING:
                 shapes.append(ObjectShape(witnesses=((outside, TRUE),)))
         for language, conj in shape.witnesses:
-            shapes.append(ObjectShape(rules=((language, _not(conj, path)),)))
+            shapes.append(ObjectShape(rules=((language, negation(conj, path)),)))
         for name, conj in shape.declared:
             # one shape per member: missing (when required) or present with a wrong value
             if name in shape.required:
-                shapes.append(ObjectShape(declared=((name, _not(conj, path)),)))
+                shapes.append(ObjectShape(declared=((name, negation(conj, path)),)))
             elif conj != TRUE:
-                shapes.append(ObjectShape(declared=((name, _not(conj, path)),), required=frozenset({name})))
+                shapes.append(ObjectShape(declared=((name, negation(conj, path)),), required=frozenset({name})))
         if shape.min_properties > 0:
             shapes.append(ObjectShape(max_properties=shape.min_properties - 1))
         if shape.max_properties is not None:
@@ -190,13 +193,13 @@ class Complements:
             shapes.append(ArrayShape(min_items=shape.max_items + 1))
         for i, conj in enumerate(shape.prefix):
             if conj != TRUE:
-                shapes.append(ArrayShape(prefix=(TRUE,) * i + (_not(conj, path),), min_items=i + 1))
+                shapes.append(ArrayShape(prefix=(TRUE,) * i + (negation(conj, path),), min_items=i + 1))
         if shape.rest != TRUE:
             k = len(shape.prefix)
             if shape.rest == FALSE:
                 shapes.append(ArrayShape(min_items=k + 1))
             elif k == 0:
-                shapes.append(ArrayShape(contains=((_not(shape.rest, path), 1, None),)))
+                shapes.append(ArrayShape(contains=((negation(shape.rest, path), 1, None),)))
             else:
                 raise unsupported(keyword, path[:-1], "the complement of items after prefixItems is not "
                                   "supported")
@@ -227,11 +230,11 @@ class Complements:
         allowed = [name for name, conj in shape.declared if FALSE_TERM not in conj]
         forbidden = d.alternation(*[language for language, conj in shape.rules if FALSE_TERM in conj],
                                   *(lx.string_literal(name) for name, _ in shape.declared))
-        free = d.difference(shape.names, forbidden, self.limits)
+        free = boolean.difference(shape.names, forbidden, self.limits)
         if free is d.NOTHING and shape.min_properties > len(allowed):
             return True
         for language, _ in shape.witnesses:
-            if d.intersection(free, language, limits=self.limits) is d.NOTHING and \
+            if boolean.intersection(free, language, limits=self.limits) is d.NOTHING and \
                     not any(st.name_accepts(language, name) for name in allowed):
                 return True
         return False

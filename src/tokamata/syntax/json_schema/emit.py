@@ -28,6 +28,8 @@ Invariants:
 
 from __future__ import annotations
 
+from ...automata import boolean
+
 from ...automata import derivatives as d
 from ...errors import LimitExceeded, SchemaError, Unsupported
 from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index,
@@ -35,7 +37,7 @@ from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, is_terminal, 
 from ...limits import Limits
 from . import lexemes as lx
 from . import numbers as nm
-from .complements import _not
+from .complements import negation
 from .expand import Expander
 from .nodes import FALSE_TERM, TRUE, ArrayShape, Conj, ObjectShape
 from .refs import pointer, unsupported
@@ -168,10 +170,10 @@ class Emitter:
             # declared keys with their colon are those of their terminals: no second spelling
             # of every name is built
             conj = TRUE.union(*(c for _, c in shape.rules))
-            region = d.difference(d.concat(shape.names, colon), d.alternation(*keys.values()), self.limits)
+            region = boolean.difference(d.concat(shape.names, colon), d.alternation(*keys.values()), self.limits)
             return [] if region is d.NOTHING or FALSE_TERM in conj else [(region, conj, frozenset())]
         names = d.alternation(*(lx.string_literal(n) for n in keys))
-        parts = [(d.difference(shape.names, names, self.limits), TRUE, frozenset())]
+        parts = [(boolean.difference(shape.names, names, self.limits), TRUE, frozenset())]
         splitters = [(language, conj, None) for language, conj in shape.rules]
         splitters += [(language, TRUE, j) for j, (language, _) in enumerate(shape.witnesses)]
         for language, conj, witness in splitters:
@@ -181,8 +183,8 @@ class Emitter:
                 continue
             split = []
             for region, have, met in parts:
-                inside = d.intersection(region, language, limits=self.limits)
-                outside = d.difference(region, language, self.limits)
+                inside = boolean.intersection(region, language, limits=self.limits)
+                outside = boolean.difference(region, language, self.limits)
                 if inside is not d.NOTHING:
                     split.append((inside, have | conj, met if witness is None else met | {witness}))
                 if outside is not d.NOTHING:
@@ -345,7 +347,7 @@ class Emitter:
                         if now[j] < caps[j]:
                             grown.append((item | conj, now[:j] + (now[j] + 1,) + now[j + 1:]))
                     else:
-                        grown.append((item | _not(conj, ("maxContains",)), now))
+                        grown.append((item | negation(conj, ("maxContains",)), now))
                         if now[j] < at_most:
                             grown.append((item | conj, now[:j] + (now[j] + 1,) + now[j + 1:]))
                 options = grown

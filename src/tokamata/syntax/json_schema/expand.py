@@ -31,6 +31,8 @@ import json
 from decimal import Decimal
 from typing import Any, Optional
 
+from ...automata import boolean
+
 from ...automata import derivatives as d
 from ...errors import LimitExceeded, SchemaError, Unsupported
 from ...limits import Limits
@@ -328,7 +330,7 @@ class Expander(Complements):
         if not exprs:
             return None
         self._notation(path)
-        return d.intersection(nm.PLAIN_ANY, *exprs, limits=limits)
+        return boolean.intersection(nm.PLAIN_ANY, *exprs, limits=limits)
 
     def _count(self, schema: dict, keyword: str, path: Path) -> Optional[int]:
         if keyword not in schema:
@@ -363,7 +365,7 @@ class Expander(Complements):
             others = contents[1:]
             if not low or any(not c.nullable for c in others):
                 contents = others
-        return lx.string_of(d.intersection(*contents, limits=self.limits))
+        return lx.string_of(boolean.intersection(*contents, limits=self.limits))
 
     def _format(self, name: Any, path: Path) -> Optional[d.Expr]:
         if not isinstance(name, str):
@@ -407,7 +409,7 @@ class Expander(Complements):
             additional = FALSE
         if additional is not None and additional != TRUE:
             others = d.alternation(*(language for language, _ in patterns))
-            rules.append((d.difference(lx.ANY_STRING, others, self.limits), additional))
+            rules.append((boolean.difference(lx.ANY_STRING, others, self.limits), additional))
         base = ObjectShape(rules=tuple(r for r in rules if r[1] != TRUE))
         if "additionalProperties" in schema or not self._annotations:
             evaluated = lx.ANY_STRING  # (no unevaluated* reads it: skip the names' language)
@@ -456,7 +458,7 @@ class Expander(Complements):
             extra = self.conj(path + ("unevaluatedProperties",))
             shapes = []
             for shape in objects:
-                left = d.difference(lx.ANY_STRING, shape.evaluated, self.limits)
+                left = boolean.difference(lx.ANY_STRING, shape.evaluated, self.limits)
                 declared = tuple((name, conj if st.name_accepts(shape.evaluated, name) else conj | extra)
                                  for name, conj in shape.declared)
                 rules = shape.rules + (((left, extra),) if extra != TRUE and left is not d.NOTHING else ())

@@ -26,6 +26,7 @@ import functools
 from typing import Callable
 
 from ...automata import charset as cs
+from ...automata import boolean
 from ...automata import derivatives as d
 from ...limits import Limits
 from . import lexemes as lx
@@ -132,9 +133,9 @@ def _ipv6_smtp_regex() -> str:
 def _hostname() -> d.Expr:
     label = _r("[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
     reserved = _r("[A-Za-z0-9-]{2}--[A-Za-z0-9-]*")  # RFC 5891 4.2.3.1; A-labels need IDNA
-    label = d.difference(label, reserved, _LIMITS)
+    label = boolean.difference(label, reserved, _LIMITS)
     host = d.concat(label, d.repeat(d.concat(_lit("."), label), 0, d.UNBOUNDED))
-    return d.intersection(host, length_content(1, 253), limits=_LIMITS)
+    return boolean.intersection(host, length_content(1, 253), limits=_LIMITS)
 
 
 def _utf8_octets_at_most(limit: int) -> d.Expr:
@@ -156,8 +157,8 @@ def _email(international: bool = False) -> d.Expr:
     dot_string = rf"{atext}+(?:\.{atext}+)*"
     quoted = rf'"(?:[\x20\x21\x23-\x5b\x5d-\x7e{non_ascii}]|\\[\x20-\x7e])*"'
     octets = _utf8_octets_at_most(64) if international else length_content(1, 64)
-    local = d.intersection(_r(f"(?:{dot_string}|{quoted})"), octets, limits=_LIMITS)
-    domain = d.intersection(_r(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    local = boolean.intersection(_r(f"(?:{dot_string}|{quoted})"), octets, limits=_LIMITS)
+    domain = boolean.intersection(_r(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
                                r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"),
                             length_content(1, 255), limits=_LIMITS)
     literal = _r(rf"\[(?:{_IPV4}|{_ci('IPv6')}:{_ipv6_smtp_regex()})\]")

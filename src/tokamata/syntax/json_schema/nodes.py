@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from typing import Callable, FrozenSet, Hashable, Optional, Tuple
 
+from ...automata import boolean
+
 from ...automata import derivatives as d
 from ...errors import LimitExceeded
 from ...limits import Limits
@@ -335,7 +337,7 @@ def _and(x: d.Expr, y: d.Expr, limits: Limits) -> d.Expr:
         return y
     if y is lx.ANY_STRING or y is lx.NUMBER:
         return x
-    return d.intersection(x, y, limits=limits)
+    return boolean.intersection(x, y, limits=limits)
 
 
 def _product(xs: tuple, ys: tuple, combine: Callable, limits: Limits, empty) -> tuple:

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+from ...automata import boolean
+
 from ...automata import derivatives as d
 from ...errors import LimitExceeded, SchemaError
 from ...limits import Limits
@@ -191,7 +193,7 @@ def number_range(low: Decimal | None, low_strict: bool, high: Decimal | None, hi
         parts.append(at_least(low, low_strict, limits))
     if high is not None:
         parts.append(at_most(high, high_strict, limits))
-    return d.intersection(*parts, limits=limits)
+    return boolean.intersection(*parts, limits=limits)
 
 
 def number_value(value: Decimal, limits: Limits) -> d.Expr:
@@ -219,8 +221,8 @@ def multiple_of(step: Decimal, limits: Limits) -> d.Expr:
         p, k = p * 10 ** (-k), 0
     while k > 0 and p % 10 == 0:
         p, k = p // 10, k - 1
-    lax = d.concat(d.repeat(_MINUS, 0, 1), d.decimal_multiple(p, k))
-    return d.intersection(PLAIN_ANY, lax, limits=limits)
+    lax = d.concat(d.repeat(_MINUS, 0, 1), boolean.decimal_multiple(p, k))
+    return boolean.intersection(PLAIN_ANY, lax, limits=limits)
 
 
 def overflow_safe(number: d.Expr, limits: Limits, narrowed: list | None = None) -> d.Expr:
@@ -240,26 +242,26 @@ def overflow_safe(number: d.Expr, limits: Limits, narrowed: list | None = None) 
     if number is d.NOTHING or number is lx.NUMBER:
         return number
     kind = number.kind
-    if kind == d._ALT:
+    if kind == d.Kind.ALT:
         if any(m is lx.NUMBER for m in number.args):
             return lx.NUMBER  # NUMBER | X == NUMBER
         return d.alternation(*(overflow_safe(m, limits, narrowed) for m in number.args))
     if number.id in _RESTRICTED:
         return _RESTRICTED[number.id]
-    if kind == d._AND and sum(1 for m in number.args if _combined(m, 3)) <= 1:
+    if kind == d.Kind.AND and sum(1 for m in number.args if _combined(m, 3)) <= 1:
         members = [_RESTRICTED.get(m.id, m) for m in number.args]
         if not any(m.id in _RESTRICTED for m in number.args):
             members.append(lx.PLAIN_NUMBER)
-        return d.intersection(*members, limits=limits)
-    if kind == d._AND or kind == d._DIFF:
+        return boolean.intersection(*members, limits=limits)
+    if kind == d.Kind.AND or kind == d.Kind.DIFF:
         if _integral(number) and _moduli(number, {}) * _LONG_DIGITS > limits.max_dfa_states:
             if narrowed is not None:  # the caller reports it
                 narrowed.append(_moduli(number, {}))
-            return d.intersection(number, _NO_FRACTION, limits=limits)  # see the module docstring
-        return d.difference(number, LONG_FRACTION, limits)
-    if not _may_spell_point(number, {}) or d.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:
+            return boolean.intersection(number, _NO_FRACTION, limits=limits)  # see the module docstring
+        return boolean.difference(number, LONG_FRACTION, limits)
+    if not _may_spell_point(number, {}) or boolean.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:
         return number  # (no '.' anywhere: no fraction, so nothing of LONG_FRACTION; cheap first)
-    return d.intersection(number, lx.PLAIN_NUMBER, limits=limits)
+    return boolean.intersection(number, lx.PLAIN_NUMBER, limits=limits)
 
 
 _RESTRICTED = {INTEGER_ANY.id: lx.INTEGER, PLAIN_ANY.id: lx.PLAIN_NUMBER}
@@ -273,15 +275,15 @@ def _integral(node: d.Expr) -> bool:
     kind = node.kind
     if node is INTEGER_ANY or node is _NO_FRACTION or node is lx.INTEGER or node is lx.INTEGER_DRAFT4:
         return True
-    if kind == d._DECMOD:
+    if kind == d.Kind.DECMOD:
         return node.args[1] == 0
-    if kind == d._CONCAT:
+    if kind == d.Kind.CONCAT:
         return node.args[0] is _OPTIONAL_MINUS and _integral(node.args[1])
-    if kind == d._AND:
+    if kind == d.Kind.AND:
         return any(_integral(m) for m in node.args)
-    if kind == d._ALT:
+    if kind == d.Kind.ALT:
         return all(_integral(m) for m in node.args)
-    if kind == d._DIFF:
+    if kind == d.Kind.DIFF:
         return _integral(node.args[0])
     return False
 
@@ -292,13 +294,13 @@ def _may_spell_point(node: d.Expr, seen: dict) -> bool:
     found = seen.get(node.id)
     if found is None:
         kind = node.kind
-        if kind == d._BYTES:
+        if kind == d.Kind.BYTES:
             found = bool(node.args[0] >> 0x2E & 1)
-        elif kind == d._UTF8:
+        elif kind == d.Kind.UTF8:
             found = node.args[1] > 0 or any(lo <= 0x2E <= hi for lo, hi in node.args[0])
-        elif kind in (d._NOTHING, d._EPSILON):
+        elif kind in (d.Kind.NOTHING, d.Kind.EPSILON):
             found = False
-        elif kind in (d._CONCAT, d._ALT, d._REPEAT, d._TAGGED, d._AND, d._DIFF):
+        elif kind in (d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.AND, d.Kind.DIFF):
             found = any(_may_spell_point(m, seen) for m in node.args if isinstance(m, d.Expr))
         else:  # divisibility, text-until: may well
             found = True
@@ -312,7 +314,7 @@ def _moduli(node: d.Expr, seen: dict) -> int:
     if node.id in seen:
         return seen[node.id]
     result = 1
-    if node.kind == d._DECMOD:
+    if node.kind == d.Kind.DECMOD:
         result = node.args[0]
     else:
         for m in node.args:
@@ -332,6 +334,6 @@ def _gcd(a: int, b: int) -> int:
 def _combined(node: d.Expr, depth: int) -> bool:
     """Whether ``node`` holds divisibility or an intersection/difference (looking ``depth``
     levels down)."""
-    if node.kind in (d._AND, d._DIFF, d._DECMOD):
+    if node.kind in (d.Kind.AND, d.Kind.DIFF, d.Kind.DECMOD):
         return True
     return depth > 0 and any(isinstance(m, d.Expr) and _combined(m, depth - 1) for m in node.args)

@@ -32,8 +32,10 @@ import json
 from decimal import Decimal
 from typing import Any, Optional
 
+from ...automata import boolean
+
 from ...automata import derivatives as d
-from ...automata.boolean import _infinite
+from ...automata.analysis import infinite
 from ...errors import LimitExceeded
 from ...limits import Limits
 from . import lexemes as lx
@@ -174,20 +176,20 @@ class ValueSets:
             if flag:
                 add(value)
         if node.number is not d.NOTHING:
-            texts = self._words(d.intersection(node.number, CANONICAL_NUMBER, limits=self.limits))
+            texts = self._words(boolean.intersection(node.number, CANONICAL_NUMBER, limits=self.limits))
             numbers = [("number", text.decode()) for text in texts]
             spelled = d.alternation(*(nm.number_value(Decimal(v[1]), self.limits) for v in numbers))
-            if d.difference(node.number, spelled, self.limits) is not d.NOTHING:
+            if boolean.difference(node.number, spelled, self.limits) is not d.NOTHING:
                 raise NotFinite("numbers spelled outside plain notation")
             for value in numbers:
                 add(value)
         if node.string is not d.NOTHING:
-            if _infinite(node.string):  # a string value has finitely many spellings
+            if infinite(node.string):  # a string value has finitely many spellings
                 raise NotFinite("an infinite item language")
-            texts = self._words(d.intersection(node.string, CANONICAL_STRING, limits=self.limits))
+            texts = self._words(boolean.intersection(node.string, CANONICAL_STRING, limits=self.limits))
             strings = [("string", json.loads(text.decode("utf-8"))) for text in texts]
             spelled = lx.string_literals([v[1] for v in strings])
-            if d.difference(node.string, spelled, self.limits) is not d.NOTHING:
+            if boolean.difference(node.string, spelled, self.limits) is not d.NOTHING:
                 raise NotFinite("a string language not closed under spelling")  # pragma: no cover
             for value in strings:
                 add(value)
@@ -297,7 +299,7 @@ class ValueSets:
         forbidden = d.alternation(*(language for language, conj in shape.rules
                                     if FALSE_TERM in conj or self.expander.node(conj).is_empty),
                                   *(lx.string_literal(name) for name, _ in shape.declared))
-        if d.difference(shape.names, forbidden, self.limits) is not d.NOTHING:
+        if boolean.difference(shape.names, forbidden, self.limits) is not d.NOTHING:
             raise NotFinite("objects with members other than the declared ones")
         partial: list[tuple] = [()]
         for name, conj in shape.declared:
@@ -326,10 +328,10 @@ class ValueSets:
         if tag == "false":
             return node.false
         if tag == "number":
-            return node.number is not d.NOTHING and d.intersection(
+            return node.number is not d.NOTHING and boolean.intersection(
                 node.number, nm.number_value(Decimal(value[1]), self.limits), limits=self.limits) is not d.NOTHING
         if tag == "string":
-            return node.string is not d.NOTHING and d.intersection(
+            return node.string is not d.NOTHING and boolean.intersection(
                 node.string, lx.string_literal(value[1]), limits=self.limits) is not d.NOTHING
         if tag == "array":
             return any(self._array_holds(shape, value[1]) for shape in node.arrays)

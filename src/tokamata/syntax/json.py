@@ -12,11 +12,11 @@ Invariants:
 from __future__ import annotations
 
 from ..automata import derivatives as d
-from ..automata.lower import lower
 from ..errors import InvalidArgument
 from ..limits import Limits
-from ..syntax.regex import parse_regex
-from .ir import Grammar, Rule, Terminal, nonterminal
+from ..grammar.ir import Grammar, Rule, Terminal, nonterminal
+from .regex import parse_regex
+from .regex_lower import lower
 
 __all__ = ["json_grammar", "whitespace_bound", "STRING_PATTERN", "NUMBER_PATTERN"]
 

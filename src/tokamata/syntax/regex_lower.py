@@ -6,8 +6,8 @@ matches (strings with surrogates have no UTF-8 encoding and are dropped).
 
 from __future__ import annotations
 
-from ..syntax import regex as ast
-from . import derivatives as d
+from ..automata import derivatives as d
+from . import regex as ast
 
 
 def lower(node: ast.Node) -> d.Expr:

@@ -1,0 +1,49 @@
+"""Applying token bitmasks to logits: numpy arrays here, torch tensors (any device) through
+:mod:`.torch`, which imports torch lazily.
+
+Invariant: ``apply_bitmask`` sets the logits of disallowed tokens to ``-inf`` in place (bit t
+of a row set <=> logit t kept), and columns past the bitmask's width are disallowed; the numpy
+and the torch paths agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..bitmask import unpack_bitmask
+from ..errors import InvalidArgument
+
+__all__ = ["apply_bitmask"]
+
+
+def apply_bitmask(logits, bitmask):
+    """Set disallowed logits to ``-inf`` in place and return ``logits``.
+
+    ``logits`` is ``[V]`` or ``[B, V]`` (numpy or torch); ``bitmask`` has one row per batch
+    row (or one row for ``[V]`` logits).
+
+    >>> import numpy as np
+    >>> logits = np.zeros((1, 3), dtype=np.float32); mask = np.array([[0b101]], dtype=np.int32)
+    >>> apply_bitmask(logits, mask).tolist()
+    [[0.0, -inf, 0.0]]
+    """
+    if type(logits).__module__.startswith("torch"):
+        from .torch import apply_bitmask_torch
+
+        return apply_bitmask_torch(logits, bitmask)
+    if not isinstance(logits, np.ndarray):
+        raise InvalidArgument(f"logits must be a numpy array or torch tensor, got {type(logits).__name__}")
+    mask = np.asarray(bitmask)
+    if mask.dtype != np.int32:
+        raise InvalidArgument(f"bitmask dtype must be int32, got {mask.dtype}")
+    squeeze = logits.ndim == 1
+    view = logits[None, :] if squeeze else logits
+    if view.ndim != 2:
+        raise InvalidArgument(f"logits must be [V] or [B, V], got shape {logits.shape}")
+    if mask.ndim == 1:
+        mask = mask[None, :]
+    if mask.ndim != 2 or mask.shape[0] != view.shape[0]:
+        raise InvalidArgument(f"bitmask shape {mask.shape} does not match logits shape {logits.shape}")
+    allowed = unpack_bitmask(mask, view.shape[1])
+    view[~allowed] = -np.inf
+    return logits
