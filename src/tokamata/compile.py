@@ -55,7 +55,8 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constrai
     tree = parse_regex(_text(pattern, "pattern"), limits)
     expr = lower(tree)
     if expr is d.NOTHING:
-        raise InvalidSyntax("the regex matches no string (empty language)", pattern, (0, len(pattern)))
+        raise InvalidSyntax("the regex matches no string (empty language)", text=pattern,
+                            span=(0, len(pattern)))
     return Constraint(lexeme_grammar("REGEX", expr), vocab, limits, "regex", source=pattern)
 
 

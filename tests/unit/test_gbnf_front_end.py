@@ -402,8 +402,8 @@ def test_errors(text: str, error: type, line: int, column: int, fragment: str) -
     with pytest.raises(error) as info:
         parse_gbnf(text, None, LIMITS)
     assert fragment in str(info.value)
-    if error is tokamata.InvalidSyntax:
-        assert f"line {line}, column {column}" in info.value.message
+    assert (info.value.line, info.value.column) == (line, column)
+    assert f"line {line}, column {column}" in str(info.value)
     assert info.value.span is not None
     assert _line_column(text, info.value.span[0]) == (line, column)
 
@@ -490,7 +490,7 @@ def test_tokens_by_id_and_by_text() -> None:
 def test_token_errors(text: str, fragment: str) -> None:
     with pytest.raises(tokamata.InvalidSyntax, match=re.escape(fragment)) as info:
         parse_gbnf(text, VOCAB, LIMITS)
-    assert "line 1, column 10" in info.value.message
+    assert (info.value.line, info.value.column) == (1, 10) and "line 1, column 10" in str(info.value)
 
 
 def test_token_by_id_without_vocabulary() -> None:

@@ -13,7 +13,7 @@ Invariants (checked by :func:`check_grammar`, which every front end calls last):
   start symbol once checked; the language is not empty.
 - Ignored terminals (``%ignore``) may occur between any two lexemes and at both ends; they
   never reach the parser.
-- ``origin`` is the 1-based (line, column) where the user wrote the thing, for messages.
+- ``origin`` is the 1-based (line, column) where the user wrote the thing, for errors.
 """
 
 from __future__ import annotations
@@ -141,10 +141,6 @@ def lexeme_grammar(name: str, expr: d.Expr) -> Grammar:
     return Grammar((Terminal(name, expr),), ("start",), (Rule(0, (0,)),), 0)
 
 
-def _where(origin: tuple[int, int] | None) -> str:
-    return f" (line {origin[0]}, column {origin[1]})" if origin else ""
-
-
 def _span(source: str, origin: tuple[int, int] | None) -> tuple[int, int] | None:
     if not origin or not source:
         return None
@@ -157,7 +153,11 @@ def _span(source: str, origin: tuple[int, int] | None) -> tuple[int, int] | None
 
 
 def _error(grammar: Grammar, message: str, origin: tuple[int, int] | None) -> InvalidSyntax:
-    return InvalidSyntax(message + _where(origin), grammar.source or None, _span(grammar.source, origin))
+    """An :class:`InvalidSyntax` at ``origin`` (line and column; the span too where the
+    grammar has its source text)."""
+    line, column = origin if origin else (None, None)
+    return InvalidSyntax(message, text=grammar.source or None, span=_span(grammar.source, origin),
+                         line=line, column=column)
 
 
 def _flat_rules(rules, num_nonterminals: int, num_terminals: int) -> "_core.GrammarRules":

@@ -26,8 +26,8 @@ Invariants:
   resolved through ``vocab.special_token_names`` first, then by the token's exact bytes, and
   must name exactly one id. Negated tokens ``!<...>`` (any one token but that one) raise
   :class:`Unsupported`.
-- Errors: :class:`InvalidSyntax` with ``line L, column C`` (1-based, columns in characters)
-  and the span; undefined rules are named; a missing start rule is an error. Text length is
+- Errors: :class:`InvalidSyntax` with ``line``, ``column`` (1-based, columns in characters)
+  and ``span``; undefined rules are named; a missing start rule is an error. Text length is
   bounded by ``limits.max_pattern_length``, nesting of groups and operators by
   ``max_nesting_depth``, BNF expansion of counted repetitions by ``max_grammar_symbols``.
   The result has passed :func:`~tokamata.grammar.ir.check_grammar`.

@@ -6,8 +6,8 @@ Invariants:
   parentheses and right after ``|`` or ``::=`` (elsewhere a newline ends the rule); a later
   definition of a rule replaces an earlier one. Escapes (in literals and classes alike) are
   ``\\n \\t \\r \\\\ \\" \\[ \\] \\-`` and exactly 2, 4 or 8 hex digits after ``\\x \\u \\U``.
-  Every refusal is :class:`InvalidSyntax` with ``line L, column C`` (1-based, columns in
-  characters) and the span, or :class:`Unsupported` for negated tokens.
+  Every refusal is :class:`InvalidSyntax` with ``line``, ``column`` (1-based, columns in
+  characters) and ``span``, or :class:`Unsupported` (with the same) for negated tokens.
 - Nodes carry their text's offsets (``start``, ``end``) and ``depth``, the groups and postfix
   operators inside, checked against ``limits.max_nesting_depth`` as they are built.
 - Characters are code points: a :class:`Literal`'s text has no surrogate, a :class:`Chars`'s
@@ -134,7 +134,7 @@ class Parser:
         start = min(start, self.n)
         end = max(start, min(self.n, start + 1 if end is None else end))
         line, column = self.line_column(start)
-        return InvalidSyntax(f"{message} (line {line}, column {column})", self.text, (start, end))
+        return InvalidSyntax(message, text=self.text, span=(start, end), line=line, column=column)
 
     def peek(self, k: int = 0) -> str:
         i = self.pos + k
@@ -363,8 +363,9 @@ class Parser:
                 raise self.error("unterminated token: expecting '>'", start)
             self.pos = close + 1
         if negated:
-            raise Unsupported("negated token (any one token but the one named)", self.text,
-                              (start, self.pos))
+            line, column = self.line_column(start)
+            raise Unsupported("negated token", "any one token but the one named", text=self.text,
+                              span=(start, self.pos), line=line, column=column)
         if by_id:
             ids = (self.check_token_id(token_id, start),)
         else:
@@ -431,8 +432,7 @@ class Parser:
             if ref.name not in self.rules:
                 raise self.error(f"undefined rule {ref.name!r}", ref.start, ref.end)
         if start not in self.rules:
-            raise InvalidSyntax(f"the grammar has no rule named {start!r} (the start rule)",
-                                self.text, None)
+            raise InvalidSyntax(f"the grammar has no rule named {start!r} (the start rule)", text=self.text)
 
 
 def _regroup(node: Node, start: int, end: int) -> Node:

@@ -61,7 +61,8 @@ class GrammarBuilder:
         self._rules: list[Rule] = []
         self._size = 0
         self._fresh = 0
-        self._embedded_ignores: list[tuple[d.Expr, str, tuple[int, int] | None]] = []
+        # (expression, name, origin, span) of each terminal an embedded grammar ignores
+        self._embedded_ignores: list[tuple[d.Expr, str, Origin | None, tuple[int, int] | None]] = []
 
     # ------------------------------------------------------------------------ terminals
 
@@ -197,7 +198,7 @@ class GrammarBuilder:
         for i in sub.ignore:
             expr = sub.terminals[i].expr
             if expr is not None:
-                self._embedded_ignores.append((expr, sub.terminals[i].name, span))
+                self._embedded_ignores.append((expr, sub.terminals[i].name, origin, span))
         nonterminal_map = [self.nonterminal(prefix + name) for name in sub.nonterminals]
 
         def remap(symbol: int) -> int:
@@ -211,10 +212,12 @@ class GrammarBuilder:
 
     def build(self, start: int) -> Grammar:
         """The checked grammar with start symbol ``start`` (a nonterminal symbol)."""
-        for expr, name, span in self._embedded_ignores:
+        for expr, name, origin, span in self._embedded_ignores:
             if expr.id not in self._ignored_by_expr:
-                raise Unsupported(f"an embedded grammar that ignores {name} where the enclosing "
-                                  "grammar does not (%ignore is global)", self.source, span)
+                line, column = origin if origin else (None, None)
+                raise Unsupported("%ignore in an embedded grammar", f"it ignores {name}, the enclosing "
+                                  "grammar does not (%ignore is global)", text=self.source or None, span=span,
+                                  line=line, column=column)
         grammar = Grammar(tuple(self._terminals), tuple(self._nonterminals), tuple(self._rules),
                           nonterminal_index(start), tuple(self._ignore), self.source)
         return check_grammar(grammar, self.limits)

@@ -34,13 +34,14 @@ Extensions (not Lark syntax):
   ``X`` (which ends it the first time it appears). ``answer: "<a>" %text_until "</a>"``.
 - ``%json { ...JSON Schema... }`` in a rule: the sub-grammar of a JSON Schema, embedded with
   :meth:`~tokamata.syntax.grammar_builder.GrammarBuilder.embed`. The braces are read as JSON
-  (balanced, strings aware); the JSON Schema compiler itself is not wired in yet, so this is
-  :class:`Unsupported` for now.
+  (balanced, strings aware). An error of the schema keeps its class and its ``pointer`` into
+  the schema, with the line, column and span of the ``%json`` in the grammar.
 - Counted repetition ``item{m}``, ``item{m,}``, ``item{m,n}`` (as ``item ~ m..n``).
 
 Invariants:
-- Every error is :class:`InvalidSyntax` / :class:`Unsupported` with ``text`` (the grammar),
-  ``span`` (character offsets) and "line L, column C" in its message, or
+- Every error about the text is :class:`InvalidSyntax` / :class:`Unsupported` /
+  :class:`SchemaError` with ``text`` (the grammar), ``span`` (character offsets), ``line`` and
+  ``column``, or
   :class:`LimitExceeded`: text length (``max_pattern_length``), bracket and terminal-reference
   nesting (``max_nesting_depth``), grammar size (``max_grammar_symbols``).
 - Every rule is lowered, used or not, so an undefined name anywhere is reported; every
@@ -194,7 +195,8 @@ class _Lowering:
         if statement.mode == "override":
             self.terminals[statement.name] = _TerminalDef(statement.span, statement.body)
         elif existing.body is None:
-            raise self.source.unsupported(f"%extend of the imported terminal {statement.name!r}", statement.span)
+            raise self.source.unsupported(f"%extend of the imported terminal {statement.name!r}", "",
+                                          statement.span)
         else:
             existing.body = _extend(existing.body, statement.body)
 
@@ -317,9 +319,9 @@ class _Lowering:
         if isinstance(node, TextUntil):
             return d.text_until(self.encode(node.stop.value, node.stop.span))
         if isinstance(node, Special):
-            raise self.source.unsupported(f"special token {node.raw} inside a terminal or %ignore "
-                                          "(use it in a rule)", node.span)
-        raise self.source.unsupported("%json inside a terminal or %ignore (use it in a rule)", node.span)
+            raise self.source.unsupported(f"special token {node.raw} inside a terminal or %ignore",
+                                          "use it in a rule", node.span)
+        raise self.source.unsupported("%json inside a terminal or %ignore", "use it in a rule", node.span)
 
     def literal_expr(self, literal: Literal) -> d.Expr:
         if not literal.is_regex:
@@ -343,7 +345,7 @@ class _Lowering:
                 where = (literal.offsets[lo], literal.offsets[hi] + 1)
             what = self.source.text[span[0]:span[1]]
             if isinstance(error, Unsupported):
-                raise self.source.unsupported(f"{error.feature} in {what}", where) from None
+                raise self.source.unsupported(error.keyword, f"in {what}", where) from None
             raise self.source.error(f"{error.message} in {what}", where) from None
 
     def encode(self, value: str, span: Span) -> bytes:
@@ -379,15 +381,17 @@ def _extend(old: Node, new: Node) -> Node:
 def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span, registry=None) -> int:
     """The symbol deriving the JSON texts ``schema`` accepts (compact JSON, schema property
     order, as ``tokamata.compile_json_schema`` with default options), embedded into
-    ``builder``. Errors from the schema keep their class and JSON pointer and gain the place
-    of the ``%json`` in the grammar."""
+    ``builder``. Errors from the schema keep their class, message, keyword and JSON pointer;
+    their text, span, line and column become those of the ``%json`` in the grammar."""
     from .json_schema import schema_to_grammar
 
     source = Source(builder.source)
+    line, column = source.origin(span[0])
+    where = {"text": builder.source, "span": span, "line": line, "column": column}
     try:
         sub, _ = schema_to_grammar(schema, builder.limits, registry=registry)
     except SchemaError as error:
-        raise SchemaError(f"{error} (in %json at {source.where(span)})") from None
+        raise SchemaError(error.message, pointer=error.pointer, **where) from None
     except Unsupported as error:
-        raise Unsupported(f"{error.feature} (in %json at {source.where(span)})", builder.source, span) from None
-    return builder.embed(sub, f"__json{span[0]}_", source.origin(span[0]), span)
+        raise Unsupported(error.keyword, error.reason, pointer=error.pointer, **where) from None
+    return builder.embed(sub, f"__json{span[0]}_", (line, column), span)

@@ -10,8 +10,9 @@ Invariants:
   followed, for strings, by collapsing ``\\\\`` to ``\\``), quirks included, so that the same
   literal means the same lexeme; every decoded character remembers its source offset, so a
   regex error points into the grammar text.
-- Every error carries ``text`` (the grammar) and ``span`` (character offsets), and its message
-  says "line L, column C". Bracket nesting is bounded by ``Limits.max_nesting_depth``.
+- Every error carries ``text`` (the grammar), ``span`` (character offsets) and ``line``,
+  ``column`` (1-based, of the span's start). Bracket nesting is bounded by
+  ``Limits.max_nesting_depth``.
 - Statements end at a newline; a following line whose first non-blank character is ``|``
   continues the alternatives (comment and blank lines in between are skipped). ``\\`` at the
   end of a line joins lines. Comments are ``//`` and ``#`` to the end of the line.
@@ -49,14 +50,17 @@ class Source:
         return line, offset - self._line_starts[line - 1] + 1
 
     def where(self, span: Span) -> str:
+        """``line L, column C`` of ``span``, for a message naming a second place."""
         line, column = self.origin(span[0])
         return f"line {line}, column {column}"
 
     def error(self, message: str, span: Span) -> InvalidSyntax:
-        return InvalidSyntax(f"{message} ({self.where(span)})", self.text, span)
+        line, column = self.origin(span[0])
+        return InvalidSyntax(message, text=self.text, span=span, line=line, column=column)
 
-    def unsupported(self, feature: str, span: Span) -> Unsupported:
-        return Unsupported(f"{feature} ({self.where(span)})", self.text, span)
+    def unsupported(self, keyword: str, reason: str, span: Span) -> Unsupported:
+        line, column = self.origin(span[0])
+        return Unsupported(keyword, reason, text=self.text, span=span, line=line, column=column)
 
 
 # ------------------------------------------------------------------------------- the AST
@@ -514,8 +518,8 @@ class _Parser:
             elif token.kind == "DIRECTIVE" and token.value == "%import":
                 out.append(self.import_statement(token))
             elif token.kind == "DIRECTIVE" and token.value == "%declare":
-                raise self.source.unsupported("%declare (terminals without a definition cannot be "
-                                              "enforced)", token.span)
+                raise self.source.unsupported("%declare", "terminals without a definition cannot be enforced",
+                                              token.span)
             else:
                 self.fail(token, "a rule, a terminal or a directive")
 
@@ -524,7 +528,7 @@ class _Parser:
         bare = name.value.lstrip("?!")
         token = self.lexer.peek()
         if token.kind == "LBRACE":
-            raise self.source.unsupported("rule templates (name{params})", token.span)
+            raise self.source.unsupported("rule templates", "name{params}", token.span)
         if token.kind == "DOT":  # priority: accepted, does not change the language
             self.lexer.next()
             if self.lexer.peek().kind == "OP" and self.lexer.peek().value == "+":
@@ -538,7 +542,7 @@ class _Parser:
     def import_statement(self, directive: _Token) -> Import:
         first = self.lexer.next()
         if first.kind == "DOT":
-            raise self.source.unsupported("relative %import (grammar files)", first.span)
+            raise self.source.unsupported("relative %import", "grammar files are not read", first.span)
         if first.kind not in ("RULE", "TERMINAL"):
             self.fail(first, "a module name after %import")
         path = [first]
@@ -549,8 +553,8 @@ class _Parser:
                 self.fail(part, "a name after '.'")
             path.append(part)
         if path[0].value != "common":
-            raise self.source.unsupported(f"%import from {path[0].value!r} (only lark's common "
-                                          "terminals are built in)", path[0].span)
+            raise self.source.unsupported(f"%import from {path[0].value!r}", "only lark's common terminals "
+                                          "are built in", path[0].span)
         names: list[tuple[str, str, Span]] = []
         token = self.lexer.peek()
         if token.kind == "LPAR":
@@ -687,7 +691,7 @@ class _Parser:
                                         "defined", token.span)
             brace = self.lexer.peek()
             if kind == "RULE" and brace.kind == "LBRACE" and not _COUNT_AHEAD.match(self.lexer.text, brace.end):
-                raise self.source.unsupported("rule templates (name{args})", brace.span)
+                raise self.source.unsupported("rule templates", "name{args}", brace.span)
             return Ref(token.span, token.value)
         if kind == "SPECIAL":
             return self.special(token)

@@ -84,12 +84,13 @@ def parse_regex(pattern: str, limits: Limits) -> Node:
             compiled = re.compile(pattern)
     except re.error as error:
         pos = error.pos if error.pos is not None else 0
-        raise InvalidSyntax(f"invalid regex: {error.msg}", pattern, (pos, min(pos + 1, len(pattern)))) from None
+        raise InvalidSyntax(f"invalid regex: {error.msg}", text=pattern,
+                            span=(pos, min(pos + 1, len(pattern)))) from None
     except RecursionError:
         raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
                             limits.max_nesting_depth) from None
     except (OverflowError, ValueError) as error:
-        raise InvalidSyntax(f"invalid regex: {error}", pattern, (0, len(pattern))) from None
+        raise InvalidSyntax(f"invalid regex: {error}", text=pattern, span=(0, len(pattern))) from None
     return _Parser(pattern, compiled.flags, limits).parse()
 
 
@@ -105,7 +106,7 @@ class _Parser:
 
     # -- helpers -------------------------------------------------------------------------
     def error_unsupported(self, feature: str, start: int, end: int | None = None) -> Unsupported:
-        return Unsupported(feature, self.text, (start, end if end is not None else self.pos))
+        return Unsupported(feature, text=self.text, span=(start, end if end is not None else self.pos))
 
     def peek(self, k: int = 0) -> str:
         i = self.pos + k
@@ -136,7 +137,7 @@ class _Parser:
     def parse(self) -> Node:
         node = self.alternation(top=True)
         if self.pos != len(self.text):  # pragma: no cover - re.compile validated the syntax
-            raise InvalidSyntax("unbalanced parenthesis", self.text, (self.pos, self.pos + 1))
+            raise InvalidSyntax("unbalanced parenthesis", text=self.text, span=(self.pos, self.pos + 1))
         return node
 
     def alternation(self, top: bool = False) -> Node:
@@ -292,7 +293,7 @@ class _Parser:
             # inline flags: (?aiLmsux) global, or (?flags-flags:...) scoped
             m = re.compile(r"\?([aiLmsux]*)(?:-([imsx]*))?([:)])").match(self.text, self.pos)
             if not m:  # pragma: no cover - re.compile validated the syntax
-                raise InvalidSyntax("unknown extension", self.text, (start, start + 3))
+                raise InvalidSyntax("unknown extension", text=self.text, span=(start, start + 3))
             on, off, closer = m.group(1), m.group(2) or "", m.group(3)
             self.pos = m.end()
             if closer == ")":
@@ -379,7 +380,7 @@ class _Parser:
             self.pos = m.end()
             return int(c + m.group(0), 8)
         if c.isascii() and c.isalnum():  # pragma: no cover - re.compile rejects these
-            raise InvalidSyntax(f"bad escape \\{c}", self.text, (start, self.pos))
+            raise InvalidSyntax(f"bad escape \\{c}", text=self.text, span=(start, self.pos))
         return ord(c)
 
     def char_class(self) -> Chars:

@@ -94,7 +94,10 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
         source = schema if isinstance(schema, str) else schema.decode("utf-8", "replace")
         try:
             schema = json.loads(schema)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
+            raise SchemaError(f"the schema is not valid JSON: {error.msg}", text=error.doc,
+                              span=(error.pos, min(error.pos + 1, len(error.doc)))) from None
+        except ValueError as error:  # bytes that are not UTF-8, UTF-16 or UTF-32
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
     report = Report()
     document = Document(schema, None if default_draft is None else draft_number(default_draft), registry, text)

@@ -143,9 +143,11 @@ class Emitter:
             return
         if self.layout.depth_dependent and depth >= _PRETTY_DEPTH:
             if "pretty-depth" not in self.options.approximate:
-                raise Unsupported(f"whitespace='pretty' nests deeper than {_PRETTY_DEPTH} levels here "
-                                  "(a recursive schema or any-value member); pass "
-                                  "approximate={'pretty-depth'} to stop nesting there")
+                schemas = sorted(term for term in conj if isinstance(term, int))  # (none: any value)
+                where = pointer(self.expander.doc.path(schemas[0])) if schemas else None
+                raise Unsupported("whitespace='pretty'", f"nesting deeper than {_PRETTY_DEPTH} levels (a "
+                                  "recursive schema or any-value member); pass approximate={'pretty-depth'} "
+                                  "to stop nesting there", pointer=where)
             self.report.add("pretty-depth", "", f"objects and arrays are not nested deeper than "
                             f"{_PRETTY_DEPTH} levels with whitespace='pretty'")
             return
@@ -471,7 +473,7 @@ class Emitter:
                           (), source)
         productive = rules_core(grammar).productive()  # (kept on the grammar for check_grammar)
         if not productive[nonterminal_index(start)]:
-            raise SchemaError("the schema allows no JSON value")
+            raise SchemaError("the schema allows no JSON value", pointer="")
         if 0 in productive:
             rules = tuple(r for r in self.rules
                           if productive[r.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)] for s in r.rhs))

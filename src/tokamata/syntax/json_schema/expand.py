@@ -120,8 +120,8 @@ class Expander(Complements):
             return found
         path = self.doc.path(location)
         if location in self._expanding:
-            raise SchemaError(f"the schema at {pointer(path) or '/'} refers to itself without "
-                              "descending into a member (infinite recursion)")
+            raise SchemaError("the schema refers to itself without descending into a member (infinite "
+                              "recursion)", pointer=pointer(path))
         if len(self._expanding) > self.limits.max_nesting_depth:
             raise LimitExceeded("max_nesting_depth", len(self._expanding), self.limits.max_nesting_depth)
         self._expanding.add(location)
@@ -157,8 +157,7 @@ class Expander(Complements):
         if schema is False:
             return EMPTY
         if not isinstance(schema, dict):
-            raise SchemaError(f"a schema must be an object or a boolean at {pointer(path) or '/'}, "
-                              f"got {schema!r}")
+            raise SchemaError(f"a schema must be an object or a boolean, got {schema!r}", pointer=pointer(path))
         if self.doc.ignored:  # keywords of vocabularies the dialect leaves out
             schema = {k: v for k, v in schema.items() if k not in self.doc.ignored}
         draft = self.doc.draft
@@ -176,7 +175,7 @@ class Expander(Complements):
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list):
-                raise SchemaError(f"enum at {pointer(path) or '/'} must be an array")
+                raise SchemaError("enum must be an array", pointer=pointer(path + ("enum",)))
             parts.append(self._enum(values, path))
         if "const" in schema and draft >= 6:
             parts.append(self.value_node(schema["const"], path + ("const",)))
@@ -196,7 +195,7 @@ class Expander(Complements):
             if keyword in schema:
                 members = schema[keyword]
                 if not isinstance(members, list) or not members:
-                    raise SchemaError(f"{keyword} at {pointer(path) or '/'} must be a non-empty array")
+                    raise SchemaError(f"{keyword} must be a non-empty array", pointer=pointer(path + (keyword,)))
                 nodes = [self.sub(path + (keyword, i)) for i in range(len(members))]
                 parts.append(self._combine(keyword, nodes, path + (keyword,)))
         if "not" in schema:
@@ -254,7 +253,7 @@ class Expander(Complements):
         for name in names:
             part = self._integer_node if name == "integer" else _TYPE_NODES.get(name) if isinstance(name, str) else None
             if part is None:
-                raise SchemaError(f"unknown type {name!r} at {pointer(path + ('type',))}")
+                raise SchemaError(f"unknown type {name!r}", pointer=pointer(path + ("type",)))
             node = part if node is EMPTY else union(node, part)
         return node
 
@@ -298,7 +297,7 @@ class Expander(Complements):
             declared = tuple((key, self._const(item, path)) for key, item in value.items())
             shape = ObjectShape(declared, frozenset(value), ((lx.ANY_STRING, FALSE),))
             return Node(objects=(shape,))
-        raise SchemaError(f"not a JSON value at {pointer(path) or '/'}: {value!r}")
+        raise SchemaError(f"not a JSON value: {value!r}", pointer=pointer(path))
 
     def _const(self, value: Any, path: Path) -> Conj:
         return frozenset({("const", json.dumps(value, default=str), path)})
@@ -325,7 +324,7 @@ class Expander(Complements):
         if "multipleOf" in schema:
             step = nm.to_decimal(schema["multipleOf"], where("multipleOf"))
             if step <= 0:
-                raise SchemaError(f"multipleOf at {where('multipleOf')} must be positive")
+                raise SchemaError("multipleOf must be positive", pointer=where("multipleOf"))
             exprs.append(nm.multiple_of(step, limits))
         if not exprs:
             return None
@@ -339,8 +338,8 @@ class Expander(Complements):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise SchemaError(f"{keyword} at {pointer(path + (keyword,))} must be a non-negative "
-                              f"integer, got {value!r}")
+            raise SchemaError(f"{keyword} must be a non-negative integer, got {value!r}",
+                              pointer=pointer(path + (keyword,)))
         return value
 
     def _string_keywords(self, schema: dict, path: Path) -> Optional[d.Expr]:
@@ -350,7 +349,7 @@ class Expander(Complements):
         if low is not None or high is not None:
             contents.append(st.length_content(low or 0, high))
         if "pattern" in schema:
-            contents.append(st.pattern_content(schema["pattern"], pointer(path + ("pattern",)), self.limits))
+            contents.append(st.pattern_content(schema["pattern"], "pattern", pointer(path + ("pattern",)), self.limits))
         if "format" in schema:
             content = self._format(schema["format"], path + ("format",))
             if content is not None:
@@ -369,7 +368,7 @@ class Expander(Complements):
 
     def _format(self, name: Any, path: Path) -> Optional[d.Expr]:
         if not isinstance(name, str):
-            raise SchemaError(f"format at {pointer(path)} must be a string")
+            raise SchemaError("format must be a string", pointer=pointer(path))
         if name in fm.FORMATS:
             if name in fm.SUBSETS:
                 self.report.add("format-subset", pointer(path), fm.SUBSETS[name])
@@ -395,11 +394,11 @@ class Expander(Complements):
             return None
         properties = schema.get("properties", {})
         if not isinstance(properties, dict):
-            raise SchemaError(f"properties at {pointer(path)} must be an object")
+            raise SchemaError("properties must be an object", pointer=pointer(path + ("properties",)))
         patterns = []
         for pattern in schema.get("patternProperties", {}) or {}:
             where = path + ("patternProperties", pattern)
-            language = lx.string_of(st.pattern_content(pattern, pointer(where), self.limits))
+            language = lx.string_of(st.pattern_content(pattern, "patternProperties", pointer(where), self.limits))
             patterns.append((language, self.conj(where)))
         rules = list(patterns)
         additional = None
@@ -423,16 +422,17 @@ class Expander(Complements):
             declared[name] = own.union(*matching)
         required = schema.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            raise SchemaError(f"required at {pointer(path)} must be an array of strings")
+            raise SchemaError("required must be an array of strings", pointer=pointer(path + ("required",)))
         names = lx.ANY_STRING
         if "propertyNames" in schema:
             names = self.sub(path + ("propertyNames",)).string
         shape = ObjectShape(tuple(declared.items()), frozenset(), base.rules, names,
                             self._count(schema, "minProperties", path) or 0,
                             self._count(schema, "maxProperties", path), evaluated=evaluated)
-        shape = self.require(shape, required)
+        shape = self.require(shape, required, path + ("required",))
         shapes = [shape] if shape is not None else []
-        dependent_required = dict(schema.get("dependentRequired", {}) if draft >= 2019 else {})
+        dependent_required = {key: (needed, path + ("dependentRequired", key)) for key, needed in
+                              dict(schema.get("dependentRequired", {}) if draft >= 2019 else {}).items()}
         dependent_schemas: dict[str, Path] = {}
         if draft >= 2019:
             for key in schema.get("dependentSchemas", {}) or {}:
@@ -440,11 +440,11 @@ class Expander(Complements):
         elif isinstance(schema.get("dependencies"), dict):
             for key, value in schema["dependencies"].items():
                 if isinstance(value, list):
-                    dependent_required[key] = value
+                    dependent_required[key] = (value, path + ("dependencies", key))
                 else:
                     dependent_schemas[key] = path + ("dependencies", key)
-        for key, needed in dependent_required.items():
-            shapes = self._split(shapes, key, lambda s, needed=needed: self.require(s, needed), path)
+        for key, (needed, at) in dependent_required.items():
+            shapes = self._split(shapes, key, lambda s, needed=needed, at=at: self.require(s, needed, at), path)
         for key, where in dependent_schemas.items():
             objects = self.sub(where).objects
             shapes = self._split(shapes, key, lambda s, objects=objects: self._meet(s, objects), path)
@@ -479,16 +479,16 @@ class Expander(Complements):
             arrays = tuple(shapes)
         return node.replace(objects=objects, arrays=arrays)
 
-    def require(self, shape: Optional[ObjectShape], names: list) -> Optional[ObjectShape]:
-        """``shape`` with ``names`` required (declared after the others when new); None when
-        a required member is forbidden by ``propertyNames``."""
+    def require(self, shape: Optional[ObjectShape], names: list, at: Path) -> Optional[ObjectShape]:
+        """``shape`` with ``names`` (written at ``at``) required (declared after the others when
+        new); None when a required member is forbidden by ``propertyNames``."""
         if shape is None:
             return None
         declared = dict(shape.declared)
         unplaced = set(shape.unplaced)
-        for name in names:
+        for i, name in enumerate(names):
             if not isinstance(name, str):
-                raise SchemaError(f"required names must be strings, got {name!r}")
+                raise SchemaError(f"required names must be strings, got {name!r}", pointer=pointer(at + (i,)))
             if name not in declared:
                 declared[name] = shape.undeclared_schema(name)
                 unplaced.add(name)
@@ -516,7 +516,7 @@ class Expander(Complements):
             absent = self._forbid(shape, key)
             if absent is not None:
                 out.append(absent)
-            with_key = self.require(shape, [key])
+            with_key = self.require(shape, [key], path)
             if with_key is not None:
                 result = present(with_key)
                 if isinstance(result, list):

@@ -66,13 +66,13 @@ LONG_FRACTION = d.concat_all((d.repeat(_MINUS, 0, 1), lx.NONZERO_DIGIT, d.repeat
 def to_decimal(value: object, pointer: str) -> Decimal:
     """A schema number as an exact decimal (floats through their shortest repr)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-        raise SchemaError(f"expected a number at {pointer or '/'}, got {value!r}")
+        raise SchemaError(f"expected a number, got {value!r}", pointer=pointer)
     try:
         result = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     except InvalidOperation:  # pragma: no cover - repr of a float is always a decimal
-        raise SchemaError(f"not a finite number at {pointer or '/'}: {value!r}") from None
+        raise SchemaError(f"not a finite number: {value!r}", pointer=pointer) from None
     if not result.is_finite():
-        raise SchemaError(f"not a finite number at {pointer or '/'}: {value!r}")
+        raise SchemaError(f"not a finite number: {value!r}", pointer=pointer)
     return result
 
 

@@ -89,12 +89,8 @@ def pointer(path: Path) -> str:
 
 
 def unsupported(keyword: str, path: Path, reason: str = "") -> Unsupported:
-    """An :class:`Unsupported` naming ``keyword`` and its JSON pointer (also as attributes)."""
-    where = pointer(path) or "/"
-    error = Unsupported(f"{keyword} at {where}" + (f": {reason}" if reason else ""))
-    error.keyword = keyword  # type: ignore[attr-defined]
-    error.pointer = pointer(path)  # type: ignore[attr-defined]
-    return error
+    """An :class:`Unsupported` naming ``keyword``, at the JSON pointer of ``path``."""
+    return Unsupported(keyword, reason, pointer=pointer(path))
 
 
 def draft_number(name: Any) -> int:
@@ -233,7 +229,8 @@ class Document:
         if vocabularies is None:
             return 2020
         if not isinstance(vocabularies, dict):
-            raise SchemaError(f"$vocabulary of meta-schema {name!r} must be an object")
+            raise SchemaError("$vocabulary of a meta-schema must be an object",
+                              pointer=pointer((Remote(urldefrag(name)[0]), "$vocabulary")))
         active = set()
         for uri, required in vocabularies.items():
             known = uri[len(_VOCABULARY):] if uri.startswith(_VOCABULARY) else None
@@ -362,7 +359,7 @@ class Document:
             try:
                 node = node[key]
             except (KeyError, IndexError, TypeError):
-                raise SchemaError(f"no schema at {pointer(path) or '/'}") from None
+                raise SchemaError("no schema", pointer=pointer(path)) from None
         return node
 
     def _nearest(self, table: dict, path: Path) -> Any:
@@ -396,7 +393,7 @@ class Document:
     def resolve(self, ref: Any, at: Path, keyword: str = "$ref") -> Path:
         """The path a reference written at ``at`` (the schema holding it) points to."""
         if not isinstance(ref, str):
-            raise SchemaError(f"{keyword} at {pointer(at) or '/'} must be a string, got {ref!r}")
+            raise SchemaError(f"{keyword} must be a string, got {ref!r}", pointer=pointer(at + (keyword,)))
         target = _join(self.base(at), ref)
         uri, fragment = urldefrag(target)
         # an anchor may be declared in a registered document not walked yet: look it up first
@@ -410,7 +407,7 @@ class Document:
         if not fragment:
             return self._checked(resource, ref, at, keyword)
         if not fragment.startswith("/"):
-            raise SchemaError(f"{keyword} at {pointer(at) or '/'}: no anchor {fragment!r} for {ref!r}")
+            raise SchemaError(f"no anchor {fragment!r} for {ref!r}", pointer=pointer(at + (keyword,)))
         path = resource
         node = self.value(resource)
         for token in fragment.split("/")[1:]:
@@ -420,13 +417,13 @@ class Document:
                     index = int(token)
                     node = node[index]
                 except (ValueError, IndexError):
-                    raise SchemaError(f"{keyword} at {pointer(at) or '/'}: {ref!r} does not resolve") from None
+                    raise SchemaError(f"{ref!r} does not resolve", pointer=pointer(at + (keyword,))) from None
                 path = path + (index,)
             elif isinstance(node, dict) and token in node:
                 node = node[token]
                 path = path + (token,)
             else:
-                raise SchemaError(f"{keyword} at {pointer(at) or '/'}: {ref!r} does not resolve")
+                raise SchemaError(f"{ref!r} does not resolve", pointer=pointer(at + (keyword,)))
         return self._checked(path, ref, at, keyword)
 
     def _checked(self, path: Path, ref: str, at: Path, keyword: str) -> Path:

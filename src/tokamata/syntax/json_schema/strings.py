@@ -11,11 +11,17 @@ Invariants:
   end (no trailing-newline exception). ECMA classes are translated before Python's parser sees
   them: ``\\d`` ``\\w`` are ASCII, ``\\s`` is ECMA's white space and line terminators, ``.``
   excludes ``\\n \\r \\u2028 \\u2029``. Syntax ECMA has and Python's ``re`` lacks (``\\p{..}``,
-  ``\\cX`` ...) is translated or refused with :class:`Unsupported` naming the pattern.
+  ``\\cX`` ...) is translated or refused with :class:`Unsupported`.
+- An error in a pattern (:class:`Unsupported`, or :class:`SchemaError` for bad syntax) has the
+  pattern's ``pointer``, the pattern as ``text`` and the ``span`` of the offending characters
+  in it (mapped back through the translation); an Unsupported's ``keyword`` is ``pattern`` or
+  ``patternProperties``, its ``reason`` the construct.
 - Nothing here counts grammar symbols; regex sizes are bounded by ``Limits`` in the parser.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ...automata import derivatives as d
 from ...errors import InvalidSyntax, SchemaError, Unsupported
@@ -29,6 +35,7 @@ ANY_CONTENT = d.repeat(lx.ANY_CHAR, 0, d.UNBOUNDED)
 _ECMA_SPACE = ("\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
                "\\u3000\\ufeff")
 _DOT = "[^\\n\\r\\u2028\\u2029]"
+_ASCII = "(?a)"  # translated patterns are parsed under it: ASCII \d and \w, as in ECMA-262
 
 
 def lower_json(node: ast.Node) -> d.Expr:
@@ -55,19 +62,25 @@ def length_content(low: int, high: int | None) -> d.Expr:
     return d.repeat(lx.ANY_CHAR, low, d.UNBOUNDED if high is None else high)
 
 
-def pattern_content(pattern: str, pointer: str, limits: Limits) -> d.Expr:
-    """Contents in which the ECMA-262 ``pattern`` finds a match (JSON Schema semantics)."""
+def pattern_content(pattern: str, keyword: str, pointer: str, limits: Limits) -> d.Expr:
+    """Contents in which the ECMA-262 ``pattern`` finds a match (JSON Schema semantics).
+
+    ``keyword`` (``pattern`` or ``patternProperties``) and ``pointer`` say where the pattern
+    is, for errors; their ``text`` is the pattern and their ``span`` the offending characters.
+    """
     if not isinstance(pattern, str):
-        raise SchemaError(f"pattern at {pointer} must be a string, got {pattern!r}")
+        raise SchemaError(f"{keyword} must be a string, got {pattern!r}", pointer=pointer)
     options = []
-    for text, anchored_start, anchored_end in _split_top_level(pattern, pointer):
-        translated = _translate(text, pattern, pointer)
+    for text, offset, anchored_start, anchored_end in _split_top_level(pattern, 0):
+        translated, sources = _translate(text, range(offset, offset + len(text) + 1), pattern, keyword, pointer)
         try:
-            node = ast.parse_regex("(?a)" + translated if translated else "", limits)
-        except Unsupported as error:
-            raise Unsupported(f"pattern {pattern!r} at {pointer}: {error.feature}") from None
-        except InvalidSyntax as error:
-            raise SchemaError(f"invalid pattern {pattern!r} at {pointer}: {error.message}") from None
+            node = ast.parse_regex(_ASCII + translated if translated else "", limits)
+        except (Unsupported, InvalidSyntax) as error:
+            span = _source_span(error.span, sources, offset + len(text))
+            if isinstance(error, Unsupported):
+                raise Unsupported(keyword, error.keyword, text=pattern, span=span, pointer=pointer) from None
+            raise SchemaError(f"invalid {keyword}: {error.message}", text=pattern, span=span,
+                              pointer=pointer) from None
         expr = lower_json(node)
         if not anchored_start:
             expr = d.concat(ANY_CONTENT, expr)
@@ -77,9 +90,10 @@ def pattern_content(pattern: str, pointer: str, limits: Limits) -> d.Expr:
     return d.alternation(*options)
 
 
-def _split_top_level(pattern: str, pointer: str) -> list[tuple[str, bool, bool]]:
-    """Top-level alternatives of ``pattern``, each with its ``^`` / ``$`` stripped."""
-    options: list[str] = []
+def _split_top_level(pattern: str, base: int) -> list[tuple[str, int, bool, bool]]:
+    """Top-level alternatives of ``pattern``, each with its ``^`` / ``$`` stripped, and the
+    offset of each in the whole pattern (``pattern`` starts at ``base`` in it)."""
+    options: list[tuple[str, int]] = []
     depth, in_class, start, i = 0, False, 0, 0
     while i < len(pattern):
         c = pattern[i]
@@ -101,32 +115,35 @@ def _split_top_level(pattern: str, pointer: str) -> list[tuple[str, bool, bool]]
         elif c == ")":
             depth -= 1
         elif c == "|" and depth == 0:
-            options.append(pattern[start:i])
+            options.append((pattern[start:i], base + start))
             start = i + 1
         i += 1
-    options.append(pattern[start:])
+    options.append((pattern[start:], base + start))
     result = []
-    for option in options:
+    for option, offset in options:
         anchored_start = option.startswith("^")
         if anchored_start:
             option = option[1:]
+            offset += 1
         anchored_end = option.endswith("$") and not _escaped(option, len(option) - 1)
         if anchored_end:
             option = option[:-1]
-        inner = _whole_group(option)
+        begin = _whole_group(option)
+        inner = option[begin:-1] if begin is not None else None
         if inner is not None and ("^" in inner or "$" in inner):
             # "(^a|b$)" or "^(a$)": the group is the whole option, so its alternatives are
             # top-level alternatives, each with its own anchors
-            for text, start_anchor, end_anchor in _split_top_level(inner, pointer):
-                result.append((text, anchored_start or start_anchor, anchored_end or end_anchor))
+            for text, at, start_anchor, end_anchor in _split_top_level(inner, offset + begin):
+                result.append((text, at, anchored_start or start_anchor, anchored_end or end_anchor))
             continue
-        result.append((option, anchored_start, anchored_end))
+        result.append((option, offset, anchored_start, anchored_end))
     return result
 
 
-def _whole_group(text: str) -> str | None:
-    """The content of ``text`` when it is exactly one group ``(...)``, ``(?:...)`` or
-    ``(?<name>...)`` / ``(?P<name>...)`` with nothing after it; otherwise None."""
+def _whole_group(text: str) -> int | None:
+    """Where the content of ``text`` starts when ``text`` is exactly one group ``(...)``,
+    ``(?:...)`` or ``(?<name>...)`` / ``(?P<name>...)`` with nothing after it (the content
+    ends before the last character); otherwise None."""
     if not text.startswith("("):
         return None
     if text.startswith("(?:"):
@@ -154,7 +171,7 @@ def _whole_group(text: str) -> str | None:
         elif c == ")":
             depth -= 1
             if depth == 0:
-                return text[begin:i] if i == len(text) - 1 else None
+                return begin if i == len(text) - 1 else None
         i += 1
     return None
 
@@ -166,28 +183,57 @@ def _escaped(text: str, index: int) -> bool:
     return count % 2 == 1
 
 
-def _translate(text: str, whole: str, pointer: str) -> str:
-    """ECMA-262 regex syntax -> Python ``re`` syntax with the same meaning (under ``(?a)``)."""
+def _source_span(span: tuple[int, int] | None, sources: list[tuple[int, int]], end: int) -> tuple[int, int]:
+    """The span in the whole pattern of ``span``, a span in ``_ASCII + translated`` (the text
+    :func:`ast.parse_regex` saw); ``sources[k]`` is where the ``k``-th translated character
+    came from, ``end`` where the alternative ends."""
+    if span is None or not sources:
+        return (end, end)
+    low = min(max(span[0] - len(_ASCII), 0), len(sources))
+    high = min(max(span[1] - len(_ASCII), low), len(sources))
+    start = sources[low][0] if low < len(sources) else end
+    stop = sources[high - 1][1] if high > low else start
+    return (start, max(start, stop))
+
+
+def _translate(text: str, positions: Sequence[int], whole: str, keyword: str,
+               pointer: str) -> tuple[str, list[tuple[int, int]]]:
+    """ECMA-262 regex syntax -> Python ``re`` syntax with the same meaning (under ``(?a)``),
+    and for each character of the result the span in ``whole`` it came from. ``positions[k]``
+    is the index in ``whole`` of ``text[k]`` (one more entry: where ``text`` ends); ``whole``
+    is the value of ``keyword`` at ``pointer``, for errors."""
     out: list[str] = []
+    sources: list[tuple[int, int]] = []  # one per item of out
     in_class = False
-    i = 0
+    i = begin = 0
     n = len(text)
 
-    def refuse(feature: str) -> Unsupported:
-        return Unsupported(f"pattern {whole!r} at {pointer}: {feature}")
+    def source(stop: int) -> tuple[int, int]:  # the span in ``whole`` of text[begin:stop]
+        return positions[begin], positions[stop - 1] + 1 if stop > begin else positions[begin]
+
+    def settle(stop: int) -> None:  # the items added since ``begin`` came from text[begin:stop]
+        sources.extend([source(stop)] * (len(out) - len(sources)))
+
+    def refuse(feature: str, stop: int) -> Unsupported:
+        return Unsupported(keyword, feature, text=whole, span=source(stop), pointer=pointer)
+
+    def invalid(message: str, stop: int) -> SchemaError:
+        return SchemaError(f"invalid {keyword}: {message}", text=whole, span=source(stop), pointer=pointer)
 
     while i < n:
+        settle(i)
+        begin = i
         c = text[i]
         if c == "\\":
             if i + 1 >= n:
-                raise SchemaError(f"invalid pattern {whole!r} at {pointer}: trailing backslash")
+                raise invalid("trailing backslash", n)
             e = text[i + 1]
             i += 2
             if e == "s":
                 out.append(_ECMA_SPACE if in_class else "[" + _ECMA_SPACE + "]")
             elif e == "S":
                 if in_class:
-                    raise refuse("\\S inside a character class")
+                    raise refuse("\\S inside a character class", i)
                 out.append("[^" + _ECMA_SPACE + "]")
             elif e in "dDwWbBnrtfv":
                 out.append("\\" + e)
@@ -197,7 +243,7 @@ def _translate(text: str, whole: str, pointer: str) -> str:
             elif e == "u" and i < n and text[i] == "{":
                 end = text.find("}", i)
                 if end < 0:
-                    raise SchemaError(f"invalid pattern {whole!r} at {pointer}: bad \\u{{...}}")
+                    raise invalid("bad \\u{...}", n)
                 out.append("\\U%08x" % int(text[i + 1:end], 16))
                 i = end + 1
             elif e == "u":
@@ -209,15 +255,15 @@ def _translate(text: str, whole: str, pointer: str) -> str:
             elif e == "0" and not (i < n and text[i].isdigit()):
                 out.append("\\x00")
             elif e in "pP":
-                raise refuse(f"Unicode property escape \\{e}")
+                raise refuse(f"Unicode property escape \\{e}", i)
             elif e == "k":
-                raise refuse("backreference")
+                raise refuse("backreference", i)
             elif e.isdigit():
                 if in_class:
-                    raise refuse(f"escape \\{e} in a class")
-                raise refuse("backreference")
+                    raise refuse(f"escape \\{e} in a class", i)
+                raise refuse("backreference", i)
             elif e.isalnum():
-                raise SchemaError(f"invalid pattern {whole!r} at {pointer}: unknown escape \\{e}")
+                raise invalid(f"unknown escape \\{e}", i)
             else:
                 out.append("\\" + e)
             continue
@@ -237,13 +283,14 @@ def _translate(text: str, whole: str, pointer: str) -> str:
                 i += 3
                 continue
             if text.startswith("[]", i):
-                raise refuse("empty class []")
+                raise refuse("empty class []", i + 2)
             split = _split_non_space_class(text, i)
             if split is not None:  # [..\S..]: a union of the rest of the class and \S
-                rest, end = split
+                rest, kept, end = split
                 parts = ["[^" + _ECMA_SPACE + "]"]
                 if rest:
-                    parts.insert(0, _translate("[" + rest + "]", whole, pointer))
+                    inner = [positions[i]] + [positions[k] for k in kept] + [positions[end - 1], positions[end]]
+                    parts.insert(0, _translate("[" + rest + "]", inner, whole, keyword, pointer)[0])
                 out.append("(?:" + "|".join(parts) + ")")
                 i = end
                 continue
@@ -254,7 +301,7 @@ def _translate(text: str, whole: str, pointer: str) -> str:
                 out.append("^")
                 i += 1
             if i < n and text[i] == "]":
-                raise refuse("empty class []")
+                raise refuse("empty class []", i + 1)
             continue
         if c == ".":
             out.append(_DOT)
@@ -265,31 +312,37 @@ def _translate(text: str, whole: str, pointer: str) -> str:
         else:
             out.append(c)
         i += 1
-    return "".join(out)
+    settle(i)
+    translated = "".join(out)
+    return translated, [source for item, source in zip(out, sources) for _ in item]
 
 
-def _split_non_space_class(text: str, start: int) -> tuple[str, int] | None:
+def _split_non_space_class(text: str, start: int) -> tuple[str, list[int], int] | None:
     """For a non-negated class at ``start`` containing ``\\S``: (its body without the
-    ``\\S`` items, the index after the class). None for other classes."""
+    ``\\S`` items, the index in ``text`` of each character of that body, the index after the
+    class). None for other classes."""
     if text.startswith("[^", start):
         return None
     i = start + 1
     body: list[str] = []
+    kept: list[int] = []
     found = False
     first = True
     while i < len(text):
         c = text[i]
         if c == "]" and not first:
-            return ("".join(body), i + 1) if found else None
+            return ("".join(body), kept, i + 1) if found else None
         first = False
         if c == "\\" and i + 1 < len(text):
             if text[i + 1] == "S":
                 found = True
             else:
                 body.append(text[i:i + 2])
+                kept += (i, i + 1)
             i += 2
             continue
         body.append(c)
+        kept.append(i)
         i += 1
     return None
 
