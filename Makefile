@@ -12,7 +12,7 @@ CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -
 .PHONY: demo test test-all bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
 
 demo: $(BUILT) $(VOCABS)
-	$(PY) -m tokamata demo
+	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
 
 test: $(BUILT) $(VOCABS)
 	$(PY) -m pytest -q -m "not slow"

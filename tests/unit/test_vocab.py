@@ -364,7 +364,7 @@ def test_gguf_file_errors(tmp_path: Path) -> None:
 def test_gguf_metadata_reader_agrees_with_gguf_package() -> None:
     """The fast metadata reader against gguf.GGUFReader on a real vocab file (32k tokens)."""
     gguf = pytest.importorskip("gguf", reason="pip install gguf")
-    from tokamata.vocab import _GGUF_KEYS, _read_gguf_metadata
+    from tokamata.vocab.gguf import TOKENIZER_KEYS as _GGUF_KEYS, read_metadata as _read_gguf_metadata
 
     path = rt.ggml_vocab_path("llama-spm")
     ours = _read_gguf_metadata(str(path), _GGUF_KEYS)

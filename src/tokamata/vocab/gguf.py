@@ -1,0 +1,250 @@
+"""GGUF files -> :class:`~tokamata.vocab.vocabulary.Vocabulary` (``Vocabulary.from_gguf``):
+the ``tokenizer.ggml.*`` metadata of a model or a vocab-only file, read directly.
+
+The metadata section is parsed here (:func:`read_metadata`), not with ``gguf.GGUFReader``,
+which builds a numpy view per array element and needs 10+ s for a 262k-token vocabulary; the
+tests check the two agree. Tokens mean what they mean to llama.cpp, by token type: 1 normal,
+2 unknown, 3 control, 4 user-defined (literal text), 5 unused, 6 byte (``<0xNN>``).
+
+Invariants:
+
+- Only the metadata key/value section is read (no tensor data), through a read-only ``mmap``;
+  versions 2 and 3, either byte order. A truncated or corrupt section raises
+  :class:`VocabularyError`, never ``struct.error`` or ``IndexError``.
+- ``tokenizer.ggml.model`` ``"gpt2"`` is byte-level BPE: a normal token is spelled in GPT-2's
+  byte-to-unicode alphabet, the same spelling as in the Hugging Face ``tokenizer.json`` it was
+  converted from (:func:`tokamata.vocab.huggingface.byte_level_decode`). ``"llama"``,
+  ``"gemma4"`` and ``"t5"`` are SentencePiece-style (``▁`` is a space). Any other model is
+  refused.
+- Normal tokens are text (decoded as above); user-defined tokens are their raw bytes (the
+  encoder matches them against raw text); byte tokens are their one byte; unknown, control,
+  unused and undefined tokens are ``None``. Control tokens with a UTF-8 name are the
+  vocabulary's ``special_token_names``.
+- EOS ids are ``tokenizer.ggml.eos_token_id``, ``eot_token_id`` and ``eom_token_id`` (each must
+  be a token id) plus every control token named in
+  :data:`~tokamata.vocab.vocabulary.WELL_KNOWN_EOS_NAMES`; none at all is an error.
+- Nothing here imports the ``gguf`` package or numpy.
+
+Importing this module registers :func:`read_gguf` as the body of ``Vocabulary.from_gguf``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import VocabularyError
+from .huggingface import BYTE_FALLBACK_TOKEN, byte_level_decode
+from .vocabulary import (KIND_BYTE_LEVEL, KIND_SENTENCEPIECE, WELL_KNOWN_EOS_NAMES, Vocabulary,
+                         register_reader)
+
+__all__ = ["TOKENIZER_KEYS", "read_gguf", "read_metadata"]
+
+# llama.cpp token types (llama_token_type).
+_NORMAL, _UNKNOWN, _CONTROL, _USER, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
+
+#: The metadata keys the vocabulary is read from.
+TOKENIZER_KEYS: frozenset[str] = frozenset({
+    "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+    "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
+    "tokenizer.ggml.add_space_prefix",
+})
+# GGUF value types (gguf.GGUFValueType) -> struct format of scalars.
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
+            10: "Q", 11: "q", 12: "d"}
+_VALUE_STRING, _VALUE_ARRAY = 8, 9
+
+_WELL_KNOWN_EOS_BYTES = frozenset(name.encode("utf-8") for name in WELL_KNOWN_EOS_NAMES)
+
+
+def read_gguf(cls: type[Vocabulary], path: str | os.PathLike[str], *,
+              size: int | None = None) -> Vocabulary:
+    """``cls`` from the tokenizer metadata of a GGUF file: the body of ``Vocabulary.from_gguf``
+    (see its docstring)."""
+    file = os.fspath(path)
+    meta = read_metadata(file, TOKENIZER_KEYS)
+    label = os.path.basename(file)
+    model = meta.get("tokenizer.ggml.model")
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if not isinstance(model, str) or not isinstance(tokens, list):
+        raise VocabularyError(f"{file!r} has no tokenizer metadata "
+                              "(tokenizer.ggml.model / tokenizer.ggml.tokens)")
+    if model == "gpt2":
+        kind = KIND_BYTE_LEVEL
+        add_prefix_space = False
+    elif model in ("llama", "gemma4", "t5"):
+        kind = KIND_SENTENCEPIECE
+        # llama.cpp's defaults when the key is absent: on for "llama" (SPM), off otherwise.
+        add_prefix_space = bool(meta.get("tokenizer.ggml.add_space_prefix", model == "llama"))
+    else:
+        raise VocabularyError(
+            f"{file!r}: tokenizer model {model!r} is not supported (supported: 'gpt2' "
+            "byte-level BPE; 'llama', 'gemma4', 't5' SentencePiece-style)")
+    n = len(tokens)
+    types = meta.get("tokenizer.ggml.token_type")
+    if types is None:
+        types = [_NORMAL] * n
+    elif len(types) != n:
+        raise VocabularyError(f"{file!r}: tokenizer.ggml.token_type has {len(types)} entries "
+                              f"for {n} tokens")
+    result = _token_bytes(tokens, types, kind, file)
+    eos: set[int] = set()
+    for key in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                "tokenizer.ggml.eom_token_id"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, int) or not 0 <= value < n:
+            raise VocabularyError(f"{file!r}: {key}={value!r} is not a token id in [0, {n})")
+        eos.add(value)
+    eos.update(i for i, ty in enumerate(types)
+               if ty == _CONTROL and tokens[i] in _WELL_KNOWN_EOS_BYTES)
+    if not eos:
+        raise VocabularyError(f"{file!r}: no EOS token (no tokenizer.ggml.eos_token_id and "
+                              "no control token named like one)")
+    control: dict[str, list[int]] = {}
+    for i, ty in enumerate(types):
+        if ty == _CONTROL:
+            try:
+                control.setdefault(tokens[i].decode("utf-8"), []).append(i)
+            except UnicodeDecodeError:
+                pass  # a control token without a UTF-8 name cannot be named in a grammar
+    return cls(result, sorted(eos), size=size, kind=kind,
+               add_prefix_space=add_prefix_space, name=label, special_token_names=control)
+
+
+def read_metadata(path: str, wanted: frozenset[str]) -> dict[str, Any]:
+    """The metadata values of ``wanted`` keys in a GGUF file (versions 2 and 3).
+
+    A direct reader of the key/value section: ``gguf.GGUFReader`` builds a numpy view for every
+    array element, which takes 10+ seconds for a 262k-token vocabulary; this takes a fraction
+    of a second. Strings come back as ``str`` except the elements of string arrays, which stay
+    ``bytes``; numeric arrays are lists of numbers.
+    """
+    try:
+        with open(path, "rb") as f:
+            try:
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # empty file
+                buf = b""  # type: ignore[assignment]
+    except OSError as e:
+        raise VocabularyError(f"cannot read GGUF file {path!r}: {e.strerror or e}") from e
+    try:
+        return _parse_kv(buf, path, wanted)
+    except (struct.error, IndexError, OverflowError, UnicodeDecodeError, MemoryError) as e:
+        raise VocabularyError(f"{path!r}: truncated or corrupt GGUF metadata ({e})") from e
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def _parse_kv(buf: Any, path: str, wanted: frozenset[str]) -> dict[str, Any]:
+    if len(buf) < 24 or buf[:4] != b"GGUF":
+        raise VocabularyError(f"{path!r} is not a GGUF file (bad magic {bytes(buf[:4])!r})")
+    order = "<"
+    (version,) = struct.unpack_from("<I", buf, 4)
+    if version & 0xFFFF == 0:  # written on a big-endian machine
+        order = ">"
+        (version,) = struct.unpack_from(">I", buf, 4)
+    if version not in (2, 3):
+        raise VocabularyError(f"{path!r}: GGUF version {version} is not supported (2 and 3 are)")
+    _tensor_count, kv_count = struct.unpack_from(order + "QQ", buf, 8)
+    u64 = struct.Struct(order + "Q").unpack_from
+    u32 = struct.Struct(order + "I").unpack_from
+    size = len(buf)
+    offset = 24
+
+    def read_string(offset: int) -> tuple[bytes, int]:
+        (length,) = u64(buf, offset)
+        end = offset + 8 + length
+        if end > size:
+            raise IndexError("string runs past the end of the file")
+        return bytes(buf[offset + 8:end]), end
+
+    def read_value(vtype: int, offset: int, keep: bool) -> tuple[Any, int]:
+        fmt = _SCALARS.get(vtype)
+        if fmt is not None:
+            return struct.unpack_from(order + fmt, buf, offset)[0], offset + struct.calcsize(fmt)
+        if vtype == _VALUE_STRING:
+            raw, offset = read_string(offset)
+            return raw.decode("utf-8"), offset
+        if vtype == _VALUE_ARRAY:
+            (etype,) = u32(buf, offset)
+            (count,) = u64(buf, offset + 4)
+            offset += 12
+            if etype == _VALUE_STRING:
+                items: list[bytes] = []
+                append = items.append
+                for _ in range(count):
+                    (length,) = u64(buf, offset)
+                    end = offset + 8 + length
+                    if keep:
+                        append(buf[offset + 8:end])
+                    offset = end
+                if offset > size:
+                    raise IndexError("string array runs past the end of the file")
+                return items, offset
+            fmt = _SCALARS.get(etype)
+            if fmt is not None:
+                width = struct.calcsize(fmt)
+                end = offset + width * count
+                if end > size:
+                    raise IndexError("array runs past the end of the file")
+                values = list(struct.unpack_from(f"{order}{count}{fmt}", buf, offset)) if keep \
+                    else []
+                return values, end
+            if etype == _VALUE_ARRAY:  # arrays of arrays: walk them to skip
+                values = []
+                for _ in range(count):
+                    value, offset = read_value(_VALUE_ARRAY, offset, keep)
+                    values.append(value)
+                return values, offset
+            raise VocabularyError(f"{path!r}: unknown GGUF array element type {etype}")
+        raise VocabularyError(f"{path!r}: unknown GGUF value type {vtype}")
+
+    found: dict[str, Any] = {}
+    for _ in range(kv_count):
+        raw_key, offset = read_string(offset)
+        key = raw_key.decode("utf-8")
+        (vtype,) = u32(buf, offset)
+        offset += 4
+        keep = key in wanted
+        value, offset = read_value(vtype, offset, keep)
+        if keep:
+            found[key] = value
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+def _token_bytes(tokens: list[bytes], types: Sequence[int], kind: str,
+                 source: str) -> list[bytes | None]:
+    out: list[bytes | None] = [None] * len(tokens)
+    space = "\u2581".encode("utf-8")
+    byte_level = kind == KIND_BYTE_LEVEL
+    for i, (raw, ty) in enumerate(zip(tokens, types)):
+        if ty == _NORMAL:
+            if byte_level:
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise VocabularyError(f"{source!r}: token {i} is not UTF-8: {raw!r}") from e
+                out[i] = byte_level_decode(text)  # None: never emitted, see vocabulary.py
+            else:
+                out[i] = raw.replace(space, b" ")
+        elif ty == _USER:
+            out[i] = raw  # literal text, matched against raw text by the encoder
+        elif ty == _BYTE:
+            m = BYTE_FALLBACK_TOKEN.match(raw.decode("utf-8", "replace"))
+            if m is None:
+                raise VocabularyError(f"{source!r}: token {i} has the byte type but reads {raw!r}, "
+                                      "not <0xNN>")
+            out[i] = bytes([int(m.group(1), 16)])
+        # unknown, control, unused, undefined: never text
+    return out
+
+
+register_reader("gguf", read_gguf)
