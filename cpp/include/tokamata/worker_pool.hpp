@@ -38,7 +38,15 @@ class WorkerPool {
   void run(int threads, size_t count, const std::function<void(size_t)>& job) {
     std::unique_lock<std::mutex> exclusive(run_mu_, std::try_to_lock);
     if (threads <= 1 || count <= 1 || !exclusive.owns_lock()) {
-      for (size_t i = 0; i < count; ++i) job(i);
+      std::exception_ptr first;
+      for (size_t i = 0; i < count; ++i) {
+        try {
+          job(i);
+        } catch (...) {
+          if (!first) first = std::current_exception();
+        }
+      }
+      if (first) std::rethrow_exception(first);
       return;
     }
     const int helpers = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), count)) - 1;
