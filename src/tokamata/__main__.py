@@ -214,19 +214,20 @@ def cmd_mask(args: argparse.Namespace) -> int:
                              f"not {args.prefix_tokens!r}") from None
     elif args.prefix:
         data = args.prefix.encode("utf-8")
-        prefix = None
+        encoded: list[int] | None = None
         if args.tokenizer_json:
             try:
                 import tokenizers
 
                 tok = tokenizers.Tokenizer.from_file(args.tokenizer_json)
-                prefix = tok.encode(args.prefix, add_special_tokens=False).ids
+                encoded = tok.encode(args.prefix, add_special_tokens=False).ids
                 how = "tokenizer.json"
             except ImportError:
                 pass
-        if prefix is None:
-            prefix = _greedy_tokenize(data, tb)
+        if encoded is None:
+            encoded = _greedy_tokenize(data, tb)
             how = "longest match"
+        prefix = encoded
     else:
         prefix = []
 

@@ -75,8 +75,8 @@ class Constraint:
         regular = single_lexeme(grammar)
         self._lock = threading.RLock()
         self._starts: dict[int, int] = {}  # allowed-set id -> lexer start state
+        self.parser: EarleyParser | None = None  #: None for the regular strategy
         if regular is not None:
-            self.parser = None
             initial = self.lexer.start(frozenset({regular[0]}))
         else:
             self.parser = EarleyParser(grammar, limits)
@@ -92,9 +92,14 @@ class Constraint:
             # the C++ core holds its callback through a weak reference, so that it does not keep
             # this constraint alive (a cycle through C++ is invisible to Python's collector)
             this = weakref.ref(self)
+
+            def start_callback(allowed_id: int, known: int):
+                owner = this()
+                assert owner is not None  # (the core that calls this belongs to the constraint)
+                return owner._start_callback(allowed_id, known)
+
             grammar_core = _core.GrammarCore(lexer_core, shared_events(vocab), self.parser.core, ignored,
-                                             lambda allowed_id, known: this()._start_callback(allowed_id, known),
-                                             self.lexer.dfa)
+                                             start_callback, self.lexer.dfa)
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
                                           offsets, tokens, limits.max_lexer_configurations, MASK_CACHE_SIZE)
 
@@ -115,15 +120,21 @@ class Constraint:
 
     # ----------------------------------------------------------- lexer start states
 
+    def _earley(self) -> EarleyParser:
+        """The parser (the Earley strategy's; the regular strategy asks no start states)."""
+        if self.parser is None:
+            raise InvalidArgument("a constraint of the regular strategy has no parser states")
+        return self.parser
+
     def lexer_start(self, parser: int) -> int:
         """The lexer state a lexeme starts in after parser state ``parser``."""
-        return self._start_of(self.parser.allowed_id(parser))
+        return self._start_of(self._earley().allowed_id(parser))
 
     def _start_of(self, allowed_id: int) -> int:
         state = self._starts.get(allowed_id)
         if state is None:
             with self._lock:
-                state = self.lexer.start(self.parser.allowed_by_id(allowed_id) | frozenset(self.grammar.ignore))
+                state = self.lexer.start(self._earley().allowed_by_id(allowed_id) | frozenset(self.grammar.ignore))
                 self._starts[allowed_id] = state
         return state
 

@@ -7,6 +7,11 @@
   the same language), byte by byte: accepted strings are consumed to an accepting end,
   rejected ones are refused or end non-accepting, and the masks of the two strategies are
   equal at every step.
+- The table is replayed through the GBNF front end and JSON Schema ``pattern`` too, each
+  pattern spelled in that dialect by tests/regex_dialects.py (read with Python's own regex
+  parser; patterns whose meaning differs between the dialects are left out, and at least
+  half of the table must translate), and through the Python derivative engine and its DFA
+  (the test oracle the native engine replaced), on the lowered expression.
 - The same seed regexes run on a real tokenizer (Qwen2): masks equal along random walks.
 - The matcher contract, parametrized over every front end: fill == allowed_tokens ==
   what consume accepts; rollback and copy restore and isolate positions; EOS terminates;
@@ -16,6 +21,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -26,6 +32,10 @@ import real_tokenizers
 import tokamata
 from tokamata.grammar.ir import Grammar, Rule, nonterminal
 from regex_cases import SEED_000_REGEXES, TABLE
+from regex_dialects import to_ecma, to_gbnf
+from tokamata.automata.dfa import DEAD, LazyByteDfa
+from tokamata.syntax.regex import parse_regex
+from tokamata.syntax.regex_lower import lower
 
 BYTES = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
 EOS = 256
@@ -77,6 +87,57 @@ def test_regex_table_through_every_strategy(pattern, accepted, rejected):
                 break
         verdicts = [alive and m.is_accepting() for m in matchers]
         assert verdicts == [text in accepted] * 3, (pattern, text, verdicts)
+
+
+IDS = [p for p, _, _ in TABLE]
+
+
+def test_most_of_the_table_translates_to_gbnf_and_ecma():
+    assert sum(to_gbnf(p) is not None for p, _, _ in TABLE) >= len(TABLE) // 2
+    assert sum(to_ecma(p) is not None for p, _, _ in TABLE) >= len(TABLE) // 2
+
+
+@pytest.mark.parametrize("pattern, accepted, rejected", TABLE, ids=IDS)
+def test_regex_table_through_gbnf(pattern, accepted, rejected):
+    grammar = to_gbnf(pattern)
+    if grammar is None:
+        pytest.skip("the pattern's meaning differs in GBNF (flags, categories or anchors)")
+    regex, gbnf = tokamata.compile_regex(pattern, BYTES), tokamata.compile_gbnf(grammar, BYTES)
+    for text in accepted + rejected:
+        matchers = [regex.matcher(), gbnf.matcher()]
+        alive = True
+        for byte in text.encode():
+            masks = [m.allowed_tokens().tolist() for m in matchers]
+            assert masks[0] == masks[1], (pattern, grammar, text)
+            steps = [m.consume(byte) for m in matchers]
+            assert steps[0] == steps[1], (pattern, grammar, text)
+            if not steps[0]:
+                alive = False
+                break
+        verdicts = [alive and m.is_accepting() for m in matchers]
+        assert verdicts == [text in accepted] * 2, (pattern, grammar, text, verdicts)
+
+
+@pytest.mark.parametrize("pattern, accepted, rejected", TABLE, ids=IDS)
+def test_regex_table_through_json_schema_pattern(pattern, accepted, rejected):
+    ecma = to_ecma(pattern)
+    if ecma is None:
+        pytest.skip("the pattern's meaning differs in ECMA-262 (flags, categories or anchors)")
+    constraint = tokamata.compile_json_schema({"type": "string", "pattern": ecma}, BYTES)
+    for text in accepted + rejected:
+        m = constraint.matcher()
+        ok = _spell(m, json.dumps(text).encode()) and m.is_accepting()
+        assert ok == (text in accepted), (pattern, ecma, text)
+
+
+@pytest.mark.parametrize("pattern, accepted, rejected", TABLE, ids=IDS)
+def test_regex_table_through_the_python_oracle(pattern, accepted, rejected):
+    # the Python derivative engine and its lazy DFA on the lowered expression: the oracle
+    # the native engine is tested against, held to the same table
+    dfa = LazyByteDfa(lower(parse_regex(pattern, tokamata.Limits())), tokamata.Limits())
+    for text in accepted + rejected:
+        state = DEAD if dfa.is_empty else dfa.run(text.encode())
+        assert (state != DEAD and dfa.accepting(state)) == (text in accepted), (pattern, text)
 
 
 @pytest.mark.parametrize("pattern", SEED_000_REGEXES)

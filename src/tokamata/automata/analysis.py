@@ -24,7 +24,7 @@ __all__ = ["infinite", "max_length", "finite", "inside_character", "UNLIMITED", 
 
 def infinite(node: d.Expr) -> bool:
     """True only when ``node`` surely matches infinitely many strings."""
-    return node._infinite
+    return node._infinite is True
 
 
 def max_length(node: d.Expr):
@@ -100,9 +100,9 @@ def text_depth_facts(node: d.Expr, memo: dict[int, tuple[int, bool]]) -> tuple[i
         result = (max(n for n, _ in parts), any(i for _, i in parts))
     elif kind == d.Kind.CONCAT:
         first, second = node.args
-        depth, infinite = text_depth_facts(first, memo)
+        depth, unbounded = text_depth_facts(first, memo)
         # (first second)_w contains first_w second, and second is not empty
-        result = (depth, infinite or (depth == UNLIMITED and infinite(second)))
+        result = (depth, unbounded or (depth == UNLIMITED and infinite(second)))
     elif kind == d.Kind.REPEAT:
         item, _, high = node.args
         if covers_text_characters(item):

@@ -151,7 +151,7 @@ def ignore_case(charset: CharSet, source: str, flags: int) -> CharSet:
 
 def _subtract(a: CharSet, b: CharSet) -> CharSet:
     comp = complement(b)
-    out = []
+    out: list[tuple[int, int]] = []
     for lo, hi in comp:
         out.extend(intersect(a, lo, hi))
     return normalize(out)

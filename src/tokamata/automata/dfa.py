@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import cast
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def _leaf_cuts(node: d.Expr) -> int:
                 found |= c._leaf_cuts
         top._leaf_cuts = found
         stack.pop()
-    return node._leaf_cuts
+    return cast(int, node._leaf_cuts)  # computed above
 
 
 def global_class_starts(*roots: d.Expr) -> tuple[int, ...]:
@@ -217,7 +218,8 @@ class LazyByteDfa:
             if row is not None:
                 return row
             own_starts, _ = self._own(state)
-            own_targets = self._compute(state, range(len(own_starts)))
+            # every interval computed: no target is None any more
+            own_targets = cast("list[int]", self._compute(state, range(len(own_starts))))
             if len(own_starts) == 1:
                 row = own_targets * self.num_classes
             else:

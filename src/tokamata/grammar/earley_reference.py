@@ -26,6 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import threading
+from typing import cast
 
 from ..errors import LimitExceeded
 from ..limits import Limits
@@ -79,9 +80,8 @@ class ReferenceEarleyParser:
         rule_starts: dict[int, list[int]] = {}
         for rule in grammar.rules:
             rule_starts.setdefault(rule.lhs, []).append(len(next_symbol))
-            for symbol in rule.rhs:
-                next_symbol.append(symbol)
-                lhs_of.append(rule.lhs)
+            next_symbol.extend(rule.rhs)
+            lhs_of.extend([rule.lhs] * len(rule.rhs))
             next_symbol.append(None)
             lhs_of.append(rule.lhs)
         self._next_symbol = next_symbol
@@ -147,7 +147,7 @@ class ReferenceEarleyParser:
             waiting: dict[int, list[int]] = {}
             for nt in nonterminals:
                 for position in self._prefix_positions.get(nt, ()):
-                    symbol = self._next_symbol[position]
+                    symbol = cast(int, self._next_symbol[position])  # (a prefix position precedes a symbol)
                     if symbol >= 0:
                         scans.setdefault(symbol, []).append(position)
                     else:

@@ -43,6 +43,7 @@ Invariants:
 from __future__ import annotations
 
 import sys
+from typing import cast
 
 import numpy as np
 
@@ -145,7 +146,7 @@ class TokamataLogitsProcessor(LogitsProcessor):
                 bitmask[b] = self._eos_only
             else:
                 row.matcher.fill_bitmask(bitmask, b)
-        return _apply(scores, bitmask)
+        return cast("torch.FloatTensor", _apply(scores, bitmask))  # (a FloatTensor in, the same out)
 
     # -- state tracking ------------------------------------------------------------------------
 
@@ -180,7 +181,7 @@ class TokamataLogitsProcessor(LogitsProcessor):
         # Rows were reordered (beam search) or cut back (assisted decoding): rebuild each row
         # from the old row sharing the longest prefix with it; copy only when shared.
         # Rows never move between prompts, so parents are searched within the row's group.
-        by_tokens = {}
+        by_tokens: dict[tuple[int, tuple[int, ...]], _Row] = {}
         for row in old:
             by_tokens.setdefault((row.group, tuple(row.tokens)), row)
         taken: set[int] = set()

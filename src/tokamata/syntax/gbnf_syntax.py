@@ -367,7 +367,7 @@ class Parser:
             raise Unsupported("negated token", "any one token but the one named", text=self.text,
                               span=(start, self.pos), line=line, column=column)
         if by_id:
-            ids = (self.check_token_id(token_id, start),)
+            ids: tuple[int, ...] = (self.check_token_id(token_id, start),)
         else:
             ids = self.resolve_token(self.text[start:self.pos], start)
         return Token(start, self.pos, 0, ids)

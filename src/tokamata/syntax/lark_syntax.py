@@ -195,6 +195,13 @@ _NUMBER = re.compile(r"-?[0-9]+")
 _DIRECTIVE = re.compile(r"%[a-z_]+")
 _SPACE = re.compile(r"(?:[ \t\f\r]|\\[ \t]*\r?\n|//[^\n]*|#[^\n]*)*")
 _BLANK_LINES = re.compile(r"(?:[ \t\f\r\n]|//[^\n]*|#[^\n]*)*")
+
+
+def _skipped(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where ``pattern`` (one that matches the empty string: it always matches) ends from ``pos``."""
+    match = pattern.match(text, pos)
+    assert match is not None
+    return match.end()
 _SPECIAL_IDS = re.compile(r"\s*([0-9]+)(?:\s*-\s*([0-9]+))?\s*")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _COUNT_AHEAD = re.compile(r"[ \t]*[0-9]")
@@ -219,13 +226,13 @@ class _Lexer:
 
     def _scan(self) -> _Token:
         text = self.text
-        self.pos = _SPACE.match(text, self.pos).end()
+        self.pos = _skipped(_SPACE, text, self.pos)
         start = self.pos
         if start >= len(text):
             return _Token("EOF", "", start, start)
         c = text[start]
         if c == "\n":
-            after = _BLANK_LINES.match(text, start).end()
+            after = _skipped(_BLANK_LINES, text, start)
             if after < len(text) and text[after] == "|":  # the alternatives continue
                 self.pos = after + 1
                 return _Token("OR", "|", after, after + 1)
@@ -317,7 +324,7 @@ class _Lexer:
         text = self.text
         resume = self.pos if self._peeked is None else self._peeked.start
         self._peeked = None
-        start = _BLANK_LINES.match(text, resume).end()
+        start = _skipped(_BLANK_LINES, text, resume)
         if start >= len(text) or text[start] != "{":
             raise self.source.error("%json must be followed by a JSON object {...}", (start, start + 1))
         open_brackets: list[str] = []

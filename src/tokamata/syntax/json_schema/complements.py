@@ -18,7 +18,7 @@ This is a mixin of :class:`.expand.Expander` (it uses its ``node``, ``limits`` a
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ...automata import boolean
 
@@ -29,6 +29,10 @@ from . import numbers as nm
 from . import strings as st
 from .nodes import (ALL, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node, ObjectShape, intersect)
 from .refs import Path, pointer, unsupported
+
+if TYPE_CHECKING:
+    from ...limits import Limits
+    from .report import Options, Report
 
 __all__ = ["Complements", "negation"]
 
@@ -53,6 +57,16 @@ def negation(conj: Conj, path: Path) -> Conj:
 
 class Complements:
     """Complements, differences and disjointness for :class:`.expand.Expander`."""
+
+    if TYPE_CHECKING:  # what the Expander that mixes this in provides
+        limits: Limits
+        options: Options
+        report: Report
+        _computing: set[Conj]
+
+        def node(self, conj: Conj) -> Node: ...
+        def _prune(self, conj: Conj) -> bool: ...
+        def _notation(self, path: Path) -> None: ...
 
     # -- complements ------------------------------------------------------------------------
     def complement(self, node: Node, path: Path) -> Node:

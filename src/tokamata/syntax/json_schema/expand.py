@@ -429,8 +429,8 @@ class Expander(Complements):
         shape = ObjectShape(tuple(declared.items()), frozenset(), base.rules, names,
                             self._count(schema, "minProperties", path) or 0,
                             self._count(schema, "maxProperties", path), evaluated=evaluated)
-        shape = self.require(shape, required, path + ("required",))
-        shapes = [shape] if shape is not None else []
+        with_required = self.require(shape, required, path + ("required",))
+        shapes = [with_required] if with_required is not None else []
         dependent_required = {key: (needed, path + ("dependentRequired", key)) for key, needed in
                               dict(schema.get("dependentRequired", {}) if draft >= 2019 else {}).items()}
         dependent_schemas: dict[str, Path] = {}
@@ -466,17 +466,17 @@ class Expander(Complements):
             objects = tuple(shapes)
         if "unevaluatedItems" in schema:
             extra = self.conj(path + ("unevaluatedItems",))
-            shapes = []
-            for shape in arrays:
-                if shape.contains:
+            array_shapes = []
+            for array in arrays:
+                if array.contains:
                     raise unsupported("unevaluatedItems", path, "together with contains (items evaluated "
                                       "by contains depend on their values)")
-                if shape.evaluated != -1:
-                    n = shape.evaluated
-                    prefix = tuple(c | extra if i >= n else c for i, c in enumerate(shape.prefix))
-                    shape = shape.replace(prefix=prefix, rest=shape.rest | extra)
-                shapes.append(shape.replace(evaluated=-1))
-            arrays = tuple(shapes)
+                if array.evaluated != -1:
+                    n = array.evaluated
+                    prefix = tuple(c | extra if i >= n else c for i, c in enumerate(array.prefix))
+                    array = array.replace(prefix=prefix, rest=array.rest | extra)
+                array_shapes.append(array.replace(evaluated=-1))
+            arrays = tuple(array_shapes)
         return node.replace(objects=objects, arrays=arrays)
 
     def require(self, shape: Optional[ObjectShape], names: list, at: Path) -> Optional[ObjectShape]:

@@ -169,7 +169,7 @@ def string_literals(texts) -> d.Expr:
     if not words:
         return d.NOTHING
     built: dict[tuple[int, int], d.Expr] = {}  # (lo, hi) -> trie of words[lo:hi] past their common prefix
-    stack = [(0, len(words), 0, None)]
+    stack: list[tuple[int, int, int, list[tuple[int, int]] | None]] = [(0, len(words), 0, None)]
     while stack:  # post-order without recursion: strings may be long
         lo, hi, depth, children = stack.pop()
         first, last = words[lo], words[hi - 1]  # sorted: their common prefix is the group's

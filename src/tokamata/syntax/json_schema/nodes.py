@@ -39,7 +39,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, Hashable, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, FrozenSet, Hashable, Optional, Tuple
 
 from ...automata import boolean
 
@@ -82,6 +82,11 @@ class _Shape:
     __slots__ = ()
     _FIELDS: tuple = ()
 
+    if TYPE_CHECKING:  # each shape's slots and fields
+        _hash: Optional[int]
+
+        def _fields(self) -> tuple: ...
+
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
@@ -92,7 +97,7 @@ class _Shape:
     def __hash__(self) -> int:
         found = self._hash
         if found is None:
-            found = self._hash = hash(self._fields())
+            found = self._hash = hash(self._fields())  # type: ignore[misc]  # (each subclass has the slot)
         return found
 
     def __repr__(self) -> str:

@@ -129,8 +129,8 @@ def _split_top_level(pattern: str, base: int) -> list[tuple[str, int, bool, bool
         if anchored_end:
             option = option[:-1]
         begin = _whole_group(option)
-        inner = option[begin:-1] if begin is not None else None
-        if inner is not None and ("^" in inner or "$" in inner):
+        inner = option[begin:-1] if begin is not None else ""
+        if begin is not None and ("^" in inner or "$" in inner):
             # "(^a|b$)" or "^(a$)": the group is the whole option, so its alternatives are
             # top-level alternatives, each with its own anchors
             for text, at, start_anchor, end_anchor in _split_top_level(inner, offset + begin):

@@ -172,9 +172,9 @@ class ValueSets:
             if len(distinct) > self.bound:
                 raise NotFinite(f"more than {self.bound} distinct values")
 
-        for flag, value in ((node.null, ("null",)), (node.true, ("true",)), (node.false, ("false",))):
+        for flag, constant in ((node.null, ("null",)), (node.true, ("true",)), (node.false, ("false",))):
             if flag:
-                add(value)
+                add(constant)
         if node.number is not d.NOTHING:
             texts = self._words(boolean.intersection(node.number, CANONICAL_NUMBER, limits=self.limits))
             numbers = [("number", text.decode()) for text in texts]
