@@ -160,6 +160,6 @@ def _token_id(token_id) -> int:
     if isinstance(token_id, (int, np.integer)):
         return int(token_id)
     try:  # 0-d arrays / tensors
-        return int(token_id.item())  # type: ignore[union-attr]
+        return int(token_id.item())
     except (AttributeError, ValueError, TypeError):
         raise InvalidArgument(f"token id must be an int, got {type(token_id).__name__}") from None

@@ -206,7 +206,7 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
 def _representatives(members: tuple) -> list:
     """One byte per class of the product state, in reverse order of preference (popped from
     the end: ASCII first, the closing quote of a JSON string before anything else)."""
-    merged = set()
+    merged: set[int] = set()
     for m in members:
         if m is not NOTHING:
             merged.update(cuts(m))

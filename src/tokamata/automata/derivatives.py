@@ -114,8 +114,8 @@ def _set_facts(node: Expr, kind: int, args: tuple) -> None:
     - ``_infinite``, as ``.boolean._infinite`` defines it (sound, not complete).
     """
     if kind == _CONCAT or kind == _ALT:
-        cuts = 0
-        longest = 0
+        cuts: int | None = 0
+        longest: int | None = 0
         infinite = False
         for child in args:
             if cuts is not None:
@@ -622,12 +622,12 @@ def cuts(node: Expr) -> Tuple[int, ...]:
     elif kind == _BYTES:
         mask = node.args[0]
         changes = (mask ^ (mask << 1)) & _CUT_POSITIONS  # bit b set: byte b differs from b - 1
-        found = []
+        starts = []
         while changes:
             low = changes & -changes
-            found.append(low.bit_length() - 1)
+            starts.append(low.bit_length() - 1)
             changes ^= low
-        result = tuple(found)
+        result = tuple(starts)
     elif kind == _UTF8:
         result = _utf8_cuts(node.args[0], node.args[1])
     elif kind == _CONCAT:
@@ -636,7 +636,7 @@ def cuts(node: Expr) -> Tuple[int, ...]:
         if first.nullable:
             result = tuple(sorted(set(result) | set(cuts(second))))
     elif kind == _ALT or kind == _AND or kind == _DIFF:
-        merged = set()
+        merged: set[int] = set()
         for member in node.args:
             merged.update(cuts(member))
         result = tuple(sorted(merged))
