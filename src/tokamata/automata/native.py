@@ -75,6 +75,7 @@ class Bridge:
 
         def derive_foreign(handle: int, byte: int) -> int:
             owner = self_ref()
+            assert owner is not None  # (the arena that calls this belongs to the bridge)
             return owner.to_arena(d.derivative(owner.foreign[handle], byte))
 
         self.arena.set_foreign_derivative(derive_foreign)

@@ -387,11 +387,12 @@ def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span, regi
 
     source = Source(builder.source)
     line, column = source.origin(span[0])
-    where = {"text": builder.source, "span": span, "line": line, "column": column}
     try:
         sub, _ = schema_to_grammar(schema, builder.limits, registry=registry)
     except SchemaError as error:
-        raise SchemaError(error.message, pointer=error.pointer, **where) from None
+        raise SchemaError(error.message, pointer=error.pointer, text=builder.source, span=span, line=line,
+                          column=column) from None
     except Unsupported as error:
-        raise Unsupported(error.keyword, error.reason, pointer=error.pointer, **where) from None
+        raise Unsupported(error.keyword, error.reason, pointer=error.pointer, text=builder.source, span=span,
+                          line=line, column=column) from None
     return builder.embed(sub, f"__json{span[0]}_", (line, column), span)

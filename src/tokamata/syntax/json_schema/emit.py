@@ -175,8 +175,9 @@ class Emitter:
             region = boolean.difference(d.concat(shape.names, colon), d.alternation(*keys.values()), self.limits)
             return [] if region is d.NOTHING or FALSE_TERM in conj else [(region, conj, frozenset())]
         names = d.alternation(*(lx.string_literal(n) for n in keys))
-        parts = [(boolean.difference(shape.names, names, self.limits), TRUE, frozenset())]
-        splitters = [(language, conj, None) for language, conj in shape.rules]
+        parts: list[tuple[d.Expr, Conj, frozenset[int]]] = [
+            (boolean.difference(shape.names, names, self.limits), TRUE, frozenset())]
+        splitters: list[tuple[d.Expr, Conj, int | None]] = [(language, conj, None) for language, conj in shape.rules]
         splitters += [(language, TRUE, j) for j, (language, _) in enumerate(shape.witnesses)]
         for language, conj, witness in splitters:
             if language is lx.ANY_STRING:  # every key: no split
@@ -426,7 +427,8 @@ class Emitter:
                     out.append((c, conj, variants))
                 return out
 
-            seen, frontier, size = {frozenset()}, [frozenset()], 2
+            nothing_used: frozenset = frozenset()
+            seen, frontier, size = {nothing_used}, [nothing_used], 2
             while frontier:  # the grammar's size before building it: 2 ** classes at worst
                 used = frontier.pop()
                 size += 2
