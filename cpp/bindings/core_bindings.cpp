@@ -1,7 +1,7 @@
 // nanobind module tokamata._core: plain data in and out (flat int32/uint8 arrays, 32-bit
 // ids, caller-owned bitmask buffers). Work that scales with the vocabulary or runs per token
 // runs without the GIL; lexer DFAs expand natively through DerivativeDfa (automata/native.py),
-// calling back into Python only for new lexer start states and foreign expression nodes.
+// calling back into Python only for new lexer start states.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
@@ -63,7 +63,7 @@ std::shared_ptr<TokenSlices> make_slices(std::shared_ptr<TokenTrie> trie, I32Arr
 }
 
 // A RegexCore over a native lexer DFA: expansions, keys and text depths run in C++ (no
-// callback into Python, except for the arena's foreign nodes).
+// callback into Python).
 std::shared_ptr<RegexCore> make_native_core(std::shared_ptr<TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
                                             std::shared_ptr<DerivativeDfa> lexer, I32Array eos_ids,
                                             int32_t max_states, std::shared_ptr<TokenSlices> slices) {
@@ -245,8 +245,8 @@ NB_MODULE(_core, m) {
         "max_states"_a, "slices"_a.none() = nb::none());
 
   // The native derivative engine (automata/native.py is its client). Node ids are int32.
-  // Every call drops the GIL before taking the arena's mutex (the foreign callback takes the
-  // GIL while the mutex is held).
+  // Every call drops the GIL before taking the arena's mutex (a lexer expansion may hold the
+  // mutex for long; nothing under it takes the GIL).
   using Release = nb::call_guard<nb::gil_scoped_release>;
   nb::class_<ExprArena>(m, "ExprArena")
       .def(nb::new_([]() { return std::make_shared<ExprArena>(); }))
@@ -264,13 +264,6 @@ NB_MODULE(_core, m) {
         }
         return ids;
       }, "records"_a)
-      .def("set_foreign_derivative", [](ExprArena& a, nb::object callback) {
-        std::lock_guard<std::recursive_mutex> lock(a.mutex());
-        a.set_foreign_derivative([callback](int32_t handle, int32_t byte) {
-          nb::gil_scoped_acquire acquire;
-          return nb::cast<int32_t>(callback(handle, byte));
-        });
-      }, "callback"_a)
       .def("set_search_budget", [](ExprArena& a, int64_t budget) {
         return locked(a, [&] { a.set_search_budget(budget); });
       }, "budget"_a, Release())

@@ -39,7 +39,7 @@ uint64_t ExprArena::hash_of(int32_t kind, int32_t a, int32_t b, int32_t c, const
   };
   add(static_cast<uint32_t>(a));
   add(static_cast<uint32_t>(b));
-  add(static_cast<uint32_t>(kind == kForeign ? 0 : c));
+  add(static_cast<uint32_t>(c));
   for (size_t i = 0; i < words; ++i) add(static_cast<uint32_t>(payload[i]));
   return h ^ (h >> 32);
 }
@@ -47,8 +47,7 @@ uint64_t ExprArena::hash_of(int32_t kind, int32_t a, int32_t b, int32_t c, const
 bool ExprArena::same(int32_t id, int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload,
                      size_t words) const {
   const Node& n = nodes_[id];
-  if (n.kind != kind || n.a != a || n.b != b) return false;
-  if (kind != kForeign && n.c != c) return false;
+  if (n.kind != kind || n.a != a || n.b != b || n.c != c) return false;
   if (kind == kBytes) return std::memcmp(masks_[n.offset].data(), payload, sizeof(ByteMask)) == 0;
   if (n.count != words) return false;
   return words == 0 || std::memcmp(payload_.data() + n.offset, payload, words * sizeof(int32_t)) == 0;
@@ -147,7 +146,6 @@ int32_t ExprArena::concat(int32_t first, int32_t second) {
   node.a = first;
   node.b = second;
   node.nullable = nodes_[first].nullable && nodes_[second].nullable;
-  node.has_foreign = nodes_[first].has_foreign || nodes_[second].has_foreign;
   return intern(node, nullptr, 0);
 }
 
@@ -183,7 +181,6 @@ int32_t ExprArena::alternation(const int32_t* members, size_t count) {
   node.kind = kAlt;
   for (int32_t member : found) {
     node.nullable = node.nullable || nodes_[member].nullable;
-    node.has_foreign = node.has_foreign || nodes_[member].has_foreign;
   }
   return intern(node, found.data(), found.size());
 }
@@ -204,7 +201,6 @@ int32_t ExprArena::repeat(int32_t item, int32_t low, int32_t high) {
   node.b = low;
   node.c = high;
   node.nullable = low == 0 || inner.nullable;
-  node.has_foreign = inner.has_foreign;
   return intern(node, nullptr, 0);
 }
 
@@ -215,7 +211,6 @@ int32_t ExprArena::tagged(int32_t item, int32_t tag) {
   node.a = item;
   node.b = tag;
   node.nullable = nodes_[item].nullable;
-  node.has_foreign = nodes_[item].has_foreign;
   return intern(node, nullptr, 0);
 }
 
@@ -290,60 +285,24 @@ int32_t ExprArena::utf8_pending(const std::vector<int32_t>& ranges, int32_t pend
 
 // ------------------------------------------------------------------ import
 
-int32_t ExprArena::foreign(const int32_t* records, size_t& at, size_t size) {
-  if (at + 15 > size) throw std::invalid_argument("import: truncated facts");
-  const int32_t* f = records + at;
-  Node node;
-  node.kind = kForeign;
-  node.a = f[0];
-  node.nullable = f[1] != 0;
-  node.has_foreign = true;
-  Facts facts;
-  facts.inside = f[2] != 0;
-  facts.infinite = f[3] != 0;
-  facts.longest = f[4] < 0 ? -1 : f[4];
-  facts.depth = f[5];
-  facts.text_infinite = f[6] != 0;
-  ByteMask first;
-  std::memcpy(first.data(), f + 7, sizeof(ByteMask));
-  at += 15;
-  if (at >= size) throw std::invalid_argument("import: truncated cuts");
-  const int32_t num_cuts = records[at++];
-  if (num_cuts < 0 || at + static_cast<size_t>(num_cuts) > size) throw std::invalid_argument("import: bad cuts");
-  std::vector<uint8_t> cuts;
-  for (int32_t i = 0; i < num_cuts; ++i) {
-    const int32_t c = records[at + i];
-    if (c < 1 || c > 255 || (i && c <= records[at + i - 1])) throw std::invalid_argument("import: cuts must increase in 1..255");
-    cuts.push_back(static_cast<uint8_t>(c));
-  }
-  at += static_cast<size_t>(num_cuts);
-  const size_t before = nodes_.size();
-  const int32_t id = intern(node, nullptr, 0);
-  if (nodes_.size() != before) {
-    Node& made = nodes_[id];
-    made.c = static_cast<int32_t>(facts_.size());
-    facts_.push_back(facts);
-    made.cuts = static_cast<int32_t>(cuts_.size());
-    cuts_.push_back(std::move(cuts));
-    made.first = static_cast<int32_t>(firsts_.size());
-    firsts_.push_back(first);
-  }
-  return id;
-}
-
 std::vector<int32_t> ExprArena::import_nodes(const int32_t* records, size_t size) {
   std::vector<int32_t> ids;
   size_t at = 0;
   auto need = [&](size_t words) {
     if (at + words > size) throw std::invalid_argument("import: truncated record");
   };
-  // AND and DIFF records say whether they are foreign (FACTS follow); they must be exactly
-  // when a member holds a foreign node
-  auto native_or_foreign = [&](bool foreign_member) {
+  auto decimal = [&]() {  // n, n limbs (base 10^9, low first, no leading zero limb)
     need(1);
-    const bool foreign_record = records[at++] != 0;
-    if (foreign_record != foreign_member) throw std::invalid_argument("import: AND/DIFF foreign flag disagrees with its members");
-    return foreign_record;
+    const int32_t n = records[at++];
+    if (n < 0) throw std::invalid_argument("import: bad decimal");
+    need(static_cast<size_t>(n));
+    Decimal value(records + at, records + at + n);
+    at += static_cast<size_t>(n);
+    for (int32_t limb : value) {
+      if (limb < 0 || limb >= 1000000000) throw std::invalid_argument("import: decimal limbs must be in 0..10^9-1");
+    }
+    if (!value.empty() && value.back() == 0) throw std::invalid_argument("import: decimal with a leading zero limb");
+    return value;
   };
   auto ref = [&](int32_t r) {
     if (r >= 0) return check(r);
@@ -399,16 +358,10 @@ std::vector<int32_t> ExprArena::import_nodes(const int32_t* records, size_t size
         if (n <= 0) throw std::invalid_argument("import: empty member list");
         need(static_cast<size_t>(n));
         std::vector<int32_t> members;
-        bool foreign_member = false;
-        for (int32_t i = 0; i < n; ++i) {
-          members.push_back(ref(records[at + i]));
-          foreign_member = foreign_member || nodes_[members.back()].has_foreign;
-        }
+        for (int32_t i = 0; i < n; ++i) members.push_back(ref(records[at + i]));
         at += static_cast<size_t>(n);
         if (kind == kAlt) {
           id = alternation(members.data(), members.size());
-        } else if (native_or_foreign(foreign_member)) {
-          id = foreign(records, at, size);
         } else {
           std::sort(members.begin(), members.end());
           members.erase(std::unique(members.begin(), members.end()), members.end());
@@ -443,21 +396,39 @@ std::vector<int32_t> ExprArena::import_nodes(const int32_t* records, size_t size
         need(2);
         const int32_t first = ref(records[at]), second = ref(records[at + 1]);
         at += 2;
-        if (native_or_foreign(nodes_[first].has_foreign || nodes_[second].has_foreign)) {
-          id = foreign(records, at, size);
-        } else {
-          Node node;  // trusted
-          node.kind = kDiff;
-          node.a = first;
-          node.b = second;
-          node.nullable = nodes_[first].nullable && !nodes_[second].nullable;
-          id = intern(node, nullptr, 0);
-        }
+        Node node;  // trusted
+        node.kind = kDiff;
+        node.a = first;
+        node.b = second;
+        node.nullable = nodes_[first].nullable && !nodes_[second].nullable;
+        id = intern(node, nullptr, 0);
         break;
       }
-      case kForeign:
-        id = foreign(records, at, size);
+      case kUntil: {
+        need(3);
+        const int32_t pending = ref(records[at]), matched = records[at + 1], n = records[at + 2];
+        at += 3;
+        if (n <= 0) throw std::invalid_argument("import: empty stop string");
+        need(static_cast<size_t>(n));
+        std::string stop;
+        for (int32_t i = 0; i < n; ++i) {
+          const int32_t byte = records[at + i];
+          if (byte < 0 || byte > 255) throw std::invalid_argument("import: stop bytes must be in 0..255");
+          stop.push_back(static_cast<char>(byte));
+        }
+        at += static_cast<size_t>(n);
+        id = text_until(stop, matched, pending);
         break;
+      }
+      case kDecmod: {
+        need(3);
+        const int32_t k = records[at], phase = records[at + 1], t = records[at + 2];
+        at += 3;
+        const Decimal p = decimal();
+        const Decimal r = decimal();
+        id = decimal_state(p, k, phase, r, t);
+        break;
+      }
       default:
         throw std::invalid_argument("import: unknown record kind " + std::to_string(kind));
     }

@@ -56,7 +56,24 @@ std::vector<uint8_t> ExprArena::compute_cuts(int32_t node) {
   switch (n.kind) {
     case kNothing:
     case kEpsilon:
-    case kForeign:  // given when made
+      break;
+    case kUntil: {  // the character in progress, and where each stop byte starts and ends
+      out = cuts(n.c == kNothingId ? any_char() : n.c);
+      std::vector<uint8_t> stop_cuts;
+      for (unsigned char b : stops_[n.a].bytes) {
+        if (b > 0) stop_cuts.push_back(b);
+        if (b < 255) stop_cuts.push_back(static_cast<uint8_t>(b + 1));
+      }
+      std::sort(stop_cuts.begin(), stop_cuts.end());
+      std::vector<uint8_t> merged;
+      std::set_union(out.begin(), out.end(), stop_cuts.begin(), stop_cuts.end(), std::back_inserter(merged));
+      merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+      out.swap(merged);
+      break;
+    }
+    case kDecmod:  // '.', '/', each digit, ':'
+      out = {0x2E, 0x2F};
+      for (int32_t b = 0x30; b <= 0x3A; ++b) out.push_back(static_cast<uint8_t>(b));
       break;
     case kBytes: {
       const ByteMask& mask = masks_[n.offset];
@@ -157,7 +174,13 @@ const ExprArena::ByteMask& ExprArena::first_bytes(int32_t node) {
   switch (n.kind) {
     case kNothing:
     case kEpsilon:
-    case kForeign:  // given when made
+      break;
+    case kUntil:
+      found = first_bytes(n.c == kNothingId ? any_char() : n.c);
+      break;
+    case kDecmod:
+      set_range(found, 0x30, 0x39);
+      set_range(found, 0x2E, 0x2E);
       break;
     case kConcat: {  // the head, and what follows while heads are nullable
       int32_t part = node;
@@ -327,9 +350,11 @@ int32_t ExprArena::derive(int32_t node, int32_t byte) {
       result = difference(first, second);
       break;
     }
-    case kForeign:
-      if (!foreign_derivative_) throw std::logic_error("no derivative callback for foreign expressions");
-      result = check(foreign_derivative_(n.a, byte));
+    case kUntil:
+      result = until_derivative(node, byte);
+      break;
+    case kDecmod:
+      result = decmod_derivative(node, byte);
       break;
   }
   memo_[nodes_[node].memo + cls] = result;

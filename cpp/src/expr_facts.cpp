@@ -38,8 +38,9 @@ bool ExprArena::infinite(int32_t node) {
     case kDiff:
       found = infinite(copy.a) && max_length(copy.b) >= 0;
       break;
-    case kForeign:
-      found = facts_[copy.c].infinite;
+    case kUntil:
+    case kDecmod:
+      found = true;
       break;
     default:
       break;
@@ -99,8 +100,8 @@ int64_t ExprArena::max_length(int32_t node) {
     case kDiff:
       result = max_length(n.a);
       break;
-    case kForeign:
-      result = facts_[n.c].longest;
+    case kUntil:
+    case kDecmod:  // unbounded
       break;
   }
   nodes_[node].longest = result;
@@ -141,12 +142,20 @@ bool ExprArena::non_empty(ExprKind kind, const std::vector<int32_t>& members) {
       merged.swap(both);
     }
     // popped from the end: ascending order of bytes, except '"' (it ends JSON strings,
-    // finding witnesses fast) first
+    // finding witnesses fast) first, and before it a divisibility leaf's hint (the first
+    // byte of its shortest completion: following it shortens the search)
     std::vector<int32_t> order(merged.rbegin(), merged.rend());
     auto quote = std::find(order.begin(), order.end(), 0x22);
     if (quote != order.end()) {
       order.erase(quote);
       order.push_back(0x22);
+    }
+    for (int32_t m : state) {
+      const int32_t byte = hint(m, 4);
+      if (byte >= 0) {
+        order.push_back(byte);
+        break;
+      }
     }
     return order;
   };
@@ -228,8 +237,8 @@ bool ExprArena::inside_character(int32_t node) {
         if (!inside_character(payload_[n.offset + i])) return false;
       }
       return true;
-    case kForeign:
-      return facts_[n.c].inside;
+    case kUntil:
+      return n.c != kNothingId && inside_character(n.c);
     default:
       return false;
   }
@@ -348,9 +357,6 @@ std::pair<int32_t, bool> ExprArena::text_depth_of(int32_t node) {
       break;
     case kDiff:
       if (text_depth_of(n.a).second && max_length(n.b) >= 0) result = {kTextUnlimited, true};
-      break;
-    case kForeign:
-      result = {facts_[n.c].depth, facts_[n.c].text_infinite};
       break;
     default:
       break;

@@ -18,6 +18,13 @@
 //   accepted, no invalid UTF-8; inside_character after a lead byte; analytic cuts.
 // - tags: end_marks lists the tags reachable through nullable nodes; untagged strips them;
 //   derivatives keep them. text_depth on JSON-string-text repetitions.
+// - text_until(stop): exactly the valid UTF-8 strings whose first occurrence of stop is at
+//   their end (multi-byte and self-overlapping stops); a prefix is NOTHING exactly when it
+//   is not a valid UTF-8 prefix or holds stop before its end; invalid stops are refused.
+// - decimal_multiple(p, k): exactly the digit strings with at most one '.' whose value is a
+//   multiple of p / 10^k (moduli past 64 bits included); a state is NOTHING exactly when no
+//   completion reaches a multiple; intersected with a number syntax, emptiness follows the
+//   leaf's hint (a search that would run away without it stays within a small budget).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -118,6 +125,76 @@ bool in_ranges(const std::vector<std::pair<int32_t, int32_t>>& ranges, int32_t c
 
 // Code points to try: everything below 0x3000, the emoji plane's first block, the edges of
 // every UTF-8 length and of the surrogates, and a stride through the rest.
+// An independent UTF-8 check: -1 invalid, else the bytes still missing of the last character.
+int utf8_missing(const std::string& s) {
+  int missing = 0;
+  int32_t lo = 0x80, hi = 0xBF;  // the range of the next continuation byte
+  for (unsigned char c : s) {
+    if (missing) {
+      if (c < lo || c > hi) return -1;
+      --missing;
+      lo = 0x80, hi = 0xBF;
+      continue;
+    }
+    if (c < 0x80) continue;
+    if (c >= 0xC2 && c <= 0xDF) missing = 1;
+    else if (c >= 0xE0 && c <= 0xEF) missing = 2;
+    else if (c >= 0xF0 && c <= 0xF4) missing = 3;
+    else return -1;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  }
+  return missing;
+}
+
+// Every string of at most `length` pieces drawn from `pieces`.
+std::vector<std::string> all_concatenations(const std::vector<std::string>& pieces, int length) {
+  std::vector<std::string> out{""};
+  size_t begin = 0;
+  for (int n = 0; n < length; ++n) {
+    const size_t end = out.size();
+    for (size_t i = begin; i < end; ++i) {
+      for (const std::string& piece : pieces) out.push_back(out[i] + piece);
+    }
+    begin = end;
+  }
+  return out;
+}
+
+std::vector<int32_t> decimal_limbs(const std::string& digits) {  // base 10^9, low first
+  std::vector<int32_t> limbs;
+  for (size_t end = digits.size(); end > 0; end = end >= 9 ? end - 9 : 0) {
+    const size_t start = end >= 9 ? end - 9 : 0;
+    limbs.push_back(std::stoi(digits.substr(start, end - start)));
+  }
+  while (!limbs.empty() && limbs.back() == 0) limbs.pop_back();
+  return limbs;
+}
+
+// The oracle of decimal_multiple(p, k) for small numbers: at most one '.', digits, and
+// (digits as an integer) * 10^k divisible by p * 10^(fraction digits).
+bool decimal_oracle(const std::string& s, uint64_t p, int k) {
+  if (std::count(s.begin(), s.end(), '.') > 1) return false;
+  uint64_t value = 0;
+  int fraction = 0;
+  bool after_point = false;
+  for (char c : s) {
+    if (c == '.') {
+      after_point = true;
+      continue;
+    }
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+    fraction += after_point ? 1 : 0;
+  }
+  for (int i = 0; i < k; ++i) value *= 10;
+  uint64_t modulus = p;
+  for (int i = 0; i < fraction; ++i) modulus *= 10;
+  return value % modulus == 0;
+}
+
 std::vector<int32_t> sample_code_points() {
   std::vector<int32_t> out;
   for (int32_t cp = 0; cp < 0x3000; ++cp) out.push_back(cp);
@@ -522,4 +599,173 @@ TEST(arena_text_depth_of_string_text_repetitions) {
     CONTEXT(row.expression);
     CHECK_EQ(arena.text_depth(row.node), row.depth);
   }
+}
+
+TEST(arena_text_until_accepts_text_up_to_the_first_stop) {
+  ExprArena arena;
+  const std::string e_acute = "\xC3\xA9", euro = "\xE2\x82\xAC";
+  for (const std::string& stop : {std::string("\""), std::string("ab"), std::string("aab"), std::string("**/"),
+                                 e_acute + "!", euro, std::string("a") + euro + "a"}) {
+    CONTEXT("stop " << describe(stop));
+    const int32_t leaf = arena.text_until(stop);
+    CHECK(!arena.nullable(leaf));
+    CHECK_EQ(arena.text_until(stop), leaf);  // interned
+    // pieces: each byte of the stop, 'x', whole and partial characters, stray bytes
+    std::set<std::string> piece_set{"x", e_acute, euro, "\xC3", "\xA9", "\xE2\x82", "\xFF"};
+    for (char c : stop) piece_set.insert(std::string(1, c));
+    const std::vector<std::string> pieces(piece_set.begin(), piece_set.end());
+    int wrong = 0;
+    for (const std::string& s : all_concatenations(pieces, 4)) {
+      const size_t found = s.find(stop);
+      const int missing = utf8_missing(s);
+      const bool accepted = missing == 0 && found != std::string::npos && found + stop.size() == s.size();
+      const bool live = missing >= 0 && (found == std::string::npos || found + stop.size() == s.size());
+      const int32_t d = derivative_by(arena, leaf, s);
+      if ((d != kNothingNode) != live || (d != kNothingNode && arena.nullable(d) != accepted)) {
+        if (++wrong <= 5) FAIL(describe(s) + (live ? " live" : " dead") + (accepted ? ", accepted" : ""));
+      }
+      if (d != kNothingNode) {  // the facts of the state
+        CHECK_EQ(arena.inside_character(d), missing > 0);
+        CHECK(arena.text_depth(d) == 0 || d == kEpsilonNode);
+      }
+    }
+  }
+  CHECK_THROWS(arena.text_until(""), std::invalid_argument);
+  CHECK_THROWS(arena.text_until("\xC3"), std::invalid_argument);  // a lone lead byte
+  CHECK_THROWS(arena.text_until("\xED\xA0\x80"), std::invalid_argument);  // a surrogate
+  CHECK_THROWS(arena.text_until("ab", 2), std::invalid_argument);  // no such position
+}
+
+TEST(arena_text_until_cuts_and_first_bytes_are_sound) {
+  ExprArena arena;
+  const int32_t leaf = arena.text_until("*/");
+  for (const std::string prefix : {"", "*", "x*", "\xE2", "\xE2\x82"}) {
+    CONTEXT("after " << describe(prefix));
+    const int32_t d = derivative_by(arena, leaf, prefix);
+    CHECK(d != kNothingNode);
+    const std::vector<int> cls = classes_of(arena.cuts(d));
+    const ExprArena::ByteMask first = arena.first_bytes(d);
+    for (int byte = 0; byte < 256; ++byte) {
+      const int32_t next = arena.derivative(d, byte);
+      if (next != kNothingNode) CHECK(has(first, byte));
+      if (byte > 0 && cls[byte] == cls[byte - 1]) {
+        // bytes of one class: the same derivative (by the node's own semantics, re-derived)
+        CHECK_EQ(next, arena.derivative(d, byte - 1));
+      }
+    }
+    CHECK(cls['*'] != cls['/'] && cls['*'] != cls['x'] && cls['/'] != cls['x']);
+  }
+}
+
+TEST(arena_decimal_multiple_accepts_exactly_the_multiples) {
+  ExprArena arena;
+  const std::vector<std::string> strings = all_concatenations({"0", "1", "2", "5", "7", "9", "."}, 4);
+  // for these p and k, a live state completes within two characters
+  const std::vector<std::string> completions =
+      all_concatenations({"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "."}, 2);
+  for (uint64_t p : {1ULL, 2ULL, 3ULL, 7ULL, 12ULL, 25ULL, 40ULL, 37ULL}) {
+    for (int k = 0; k <= 2; ++k) {
+      CONTEXT("p " << p << ", k " << k);
+      const int32_t leaf = arena.decimal_multiple(p, k);
+      CHECK_EQ(arena.decimal_multiple(p, k), leaf);
+      CHECK(arena.nullable(leaf));  // the empty string has value 0
+      int wrong = 0;
+      for (const std::string& s : strings) {
+        const int32_t d = derivative_by(arena, leaf, s);
+        bool live = false;
+        for (const std::string& more : completions) live = live || decimal_oracle(s + more, p, k);
+        const bool accepted = decimal_oracle(s, p, k);
+        if ((d != kNothingNode) != live || (d != kNothingNode && arena.nullable(d) != accepted)) {
+          if (++wrong <= 5) FAIL(s + (live ? " live" : " dead") + (accepted ? ", accepted" : ""));
+        }
+      }
+    }
+  }
+  CHECK_THROWS(arena.decimal_multiple(0, 0), std::invalid_argument);
+  CHECK_THROWS(arena.decimal_state({7}, 1, 1, {7}, 0), std::invalid_argument);  // remainder not below p
+  CHECK_THROWS(arena.decimal_state({7}, 1, 1, {3}, 1), std::invalid_argument);  // t must stay below k in phase 1
+}
+
+TEST(arena_decimal_multiple_with_moduli_past_64_bits) {
+  ExprArena arena;
+  // 10^20 (three limbs) and 123456789012345678901 (a multiple is that times 3)
+  const std::string huge = "123456789012345678901", tripled = "370370367037037036703";
+  const int32_t hundred = arena.decimal_state(decimal_limbs("1" + std::string(20, '0')), 0, 0, {}, 0);
+  const int32_t odd = arena.decimal_state(decimal_limbs(huge), 2, 0, {}, 0);
+  struct Row {
+    int32_t leaf;
+    std::string text;
+    bool accepted;
+  };
+  const std::vector<Row> table = {
+      {hundred, "1" + std::string(20, '0'), true},        {hundred, "1" + std::string(19, '0'), false},
+      {hundred, "7" + std::string(20, '0') + ".000", true}, {hundred, "7" + std::string(20, '0') + ".01", false},
+      {hundred, "0.0", true},                              {hundred, "2" + std::string(21, '0'), true},
+      {odd, huge.substr(0, 19) + "." + huge.substr(19), true},  // p / 10^2 itself
+      {odd, tripled.substr(0, 19) + "." + tripled.substr(19), true},
+      {odd, tripled.substr(0, 19) + "." + tripled.substr(19) + "0", true},
+      {odd, tripled.substr(0, 19) + "." + tripled.substr(19) + "1", false},
+      {odd, tripled, true},  // 100 times a multiple
+      {odd, huge, true},
+      {odd, "1" + huge, false},
+  };
+  for (const Row& row : table) {
+    CONTEXT(row.text);
+    const int32_t d = derivative_by(arena, row.leaf, row.text);
+    CHECK_EQ(d != kNothingNode && arena.nullable(d), row.accepted);
+  }
+  // phase 2 of p / 10^2 after one fraction digit with a remainder no digit can clear: dead
+  CHECK_EQ(derivative_by(arena, odd, "1.5"), kNothingNode);
+}
+
+TEST(arena_decimal_emptiness_search_follows_the_hint) {
+  ExprArena arena;
+  RegexBuilder b(arena);
+  const Regex digit = b.set("0123456789");
+  const Regex integer = b.concat(b.set("123456789"), b.star(digit));  // no leading zero
+  const Regex number = b.concat(integer, b.optional(b.concat(b.literal("."), b.plus(digit))));
+  // without the hint, the depth-first search runs down 1, 10, 100, ... (never a multiple)
+  arena.set_search_budget(64);
+  for (uint64_t p : {999983ULL, 1000003ULL, 104729ULL}) {
+    for (int k : {0, 3}) {
+      CONTEXT("p " << p << ", k " << k);
+      const int32_t leaf = arena.decimal_multiple(p, k);
+      const int32_t members[2] = {number.id, leaf};
+      const int32_t both = arena.intersection(members, 2);
+      CHECK(both != kNothingNode);
+      // and the product's derivatives stay decidable within the budget
+      const int32_t after = derivative_by(arena, both, "12");
+      CHECK(after != kNothingNode);
+      CHECK_EQ(derivative_by(arena, both, std::to_string(p)) != kNothingNode, true);
+      CHECK(arena.nullable(derivative_by(arena, both, std::to_string(p * 7))));
+      CHECK(!arena.nullable(derivative_by(arena, both, std::to_string(p * 7 + 1))));
+    }
+  }
+  // an empty product is still found empty: multiples of 4 spelled with odd last digits
+  arena.set_search_budget(10000);
+  const int32_t odd_tail[2] = {b.concat(b.star(digit), b.set("13579")).id, arena.decimal_multiple(4, 0)};
+  CHECK_EQ(arena.intersection(odd_tail, 2), kNothingNode);
+}
+
+TEST(arena_text_until_intersections_and_differences) {
+  ExprArena arena;
+  RegexBuilder b(arena);
+  const int32_t until = arena.text_until("ab");
+  const Regex short_text = b.repeat(b.set("abx"), 0, 4);
+  const int32_t members[2] = {until, short_text.id};
+  const int32_t both = arena.intersection(members, 2);
+  const int32_t without_x = arena.difference(until, b.concat(b.star(b.set("abx")), b.concat(b.literal("x"), b.star(b.set("abx")))).id);
+  const std::vector<std::string> strings = all_concatenations({"a", "b", "x", "\xC3\xA9"}, 5);
+  int wrong = 0;
+  for (const std::string& s : strings) {
+    const size_t found = s.find("ab");
+    const bool until_ok = utf8_missing(s) == 0 && found != std::string::npos && found + 2 == s.size();
+    const bool short_ok = s.size() <= 4 && s.find_first_not_of("abx") == std::string::npos;
+    const bool in_subtrahend = s.find('x') != std::string::npos && s.find_first_not_of("abx") == std::string::npos;
+    const int32_t d1 = derivative_by(arena, both, s), d2 = derivative_by(arena, without_x, s);
+    if ((d1 != kNothingNode && arena.nullable(d1)) != (until_ok && short_ok) && ++wrong <= 5) FAIL("& " + describe(s));
+    if ((d2 != kNothingNode && arena.nullable(d2)) != (until_ok && !in_subtrahend) && ++wrong <= 5) FAIL("- " + describe(s));
+  }
+  const int32_t none[2] = {until, b.literal("ba").id};
+  CHECK_EQ(arena.intersection(none, 2), kNothingNode);
 }

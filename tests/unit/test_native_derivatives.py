@@ -1,8 +1,8 @@
 """The native lexer DFA (``_core.DerivativeDfa`` over ``_core.ExprArena``) against the Python
 derivative engine (``automata.dfa.LazyByteDfa``), its reference: on random expressions over
 every kind (byte sets, UTF-8 leaves, concatenation, alternation, bounded and unbounded
-repetition, tags, intersection, difference, and the foreign kinds text-until-stop and decimal
-divisibility), both DFAs are explored in lockstep over one byte of every class. Each Python
+repetition, tags, intersection, difference, and the parametric leaves text-until-stop and
+decimal divisibility, all derived natively), both DFAs are explored in lockstep over one byte of every class. Each Python
 state must have one native state (the arena normalizes as the Python constructors do), with
 the same acceptance, the same dead transitions, the same terminals ending there and the
 same text depth; keys must be equal exactly when the untagged languages are. (A native state
@@ -178,6 +178,9 @@ def _nodes_below(node: d.Expr) -> list[d.Expr]:
     {"type": "string", "not": {"enum": ["ab", "abc"]}},
     {"type": "number", "minimum": -2.5, "maximum": 1000, "multipleOf": 0.25},
     {"type": "array", "items": {"type": "string", "format": "email"}},
+    {"type": "number", "multipleOf": 0.01, "minimum": 0, "exclusiveMaximum": 100},
+    {"type": "integer", "not": {"multipleOf": 3}, "maximum": 1000},
+    {"type": "number", "multipleOf": 123456789012345678901},
 ])
 def test_native_lexers_of_json_schemas_match_the_python_engine(schema):
     """The terminals a JSON Schema compiles to (formats, patterns with lengths, complements,

@@ -17,8 +17,8 @@
 // - A state's key is key_base + the id of its expression without tags (untagged): equal keys
 //   mean equal languages. key_base keeps the keys of one arena apart from those of another
 //   and from the Python engine's.
-// - Every method takes the arena's mutex; callers never hold the Python GIL while calling
-//   (the arena's foreign callback takes it).
+// - Every method takes the arena's mutex; nothing under it calls back into Python (every
+//   expression kind is derived natively).
 // - Limits: more than max_states states, or more than max_seconds spent expanding, raise
 //   LimitError (LimitExceeded in Python).
 #pragma once

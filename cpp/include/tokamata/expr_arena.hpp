@@ -14,21 +14,22 @@
 //   product of their members' derivatives, bounded by search_budget (LimitError
 //   max_dfa_states).
 // - Nodes come from Python by import_nodes (post-order records, see there) or as
-//   derivatives. The kinds Python keeps (text until a stop string, decimal divisibility, and
-//   intersections/differences over those) are FOREIGN leaves: the facts the native code needs
-//   (nullable, byte classes, first bytes, lengths, text depth) come with them, and their
-//   derivative is asked of a callback, which returns the id of the derivative (imported).
+//   derivatives. Every kind of derivatives.py and boolean.py is native, the two parametric
+//   leaves included (expr_leaves.cpp): UNTIL (text until a stop string: a stop index into a
+//   side table of stop strings, the KMP position, and the rest of the character in
+//   progress) and DECMOD (decimal divisibility: k, phase and fraction digits read as fields,
+//   the modulus p and the remainder r as base-10^9 numbers in the payload, so any p Python
+//   accepts is exact). Nothing calls back into Python.
 // - cuts(node) are the bytes (1..255) where the node's derivative may change; the derivative
 //   is memoized per node and per class between two cuts.
-// - Not thread-safe by itself: every caller holds mutex() (a recursive mutex, since the
-//   foreign callback imports nodes on the thread that holds it). Callers drop the Python GIL
-//   before taking it, and the callback takes the GIL back while holding it.
+// - Not thread-safe by itself: every caller holds mutex() (recursive, so that locked entry
+//   points may nest). Nothing under it waits for the Python GIL; the bindings still drop the
+//   GIL before taking it, since a lexer expansion may hold it for long.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -46,16 +47,18 @@ enum ExprKind : uint8_t {  // the numbers of derivatives.py where the kinds are 
   kAlt = 5,
   kRepeat = 6,
   kTagged = 7,
+  kUntil = 8,
   kAnd = 9,
   kDiff = 10,
-  kForeign = 12,
+  kDecmod = 11,
 };
 
 class ExprArena {
  public:
   using ByteMask = std::array<uint64_t, 4>;
-  // (handle, byte) -> id of the FOREIGN node's derivative
-  using ForeignDerivative = std::function<int32_t(int32_t, int32_t)>;
+  // A natural number in base 10^9, least significant limb first, no leading zero limbs
+  // (zero: empty): DECMOD's modulus and remainder.
+  using Decimal = std::vector<int32_t>;
   static constexpr int32_t kNothingId = 0;
   static constexpr int32_t kEpsilonId = 1;
   static constexpr int32_t kUnbounded = -1;
@@ -65,7 +68,6 @@ class ExprArena {
   ExprArena();
 
   std::recursive_mutex& mutex() { return mutex_; }
-  void set_foreign_derivative(ForeignDerivative callback) { foreign_derivative_ = std::move(callback); }
   // Product states an intersection/difference emptiness search may visit (Limits.max_dfa_states).
   void set_search_budget(int64_t budget) { search_budget_ = budget; }
 
@@ -75,12 +77,12 @@ class ExprArena {
   //   UTF8:    3, pending, n, n (lo, hi) pairs (sorted, disjoint, normalized by Python)
   //   CONCAT:  4, first, second           ALT: 5, n, n members
   //   REPEAT:  6, item, low, high         TAGGED: 7, item, tag
-  //   AND:     9, n, n members, foreign, [FACTS]    DIFF: 10, first, second, foreign, [FACTS]
-  //   FOREIGN: 12, FACTS
-  //   FACTS:   handle, nullable, inside_character, infinite, max_length (-1: unbounded),
-  //            text_depth, text_infinite, eight words of first bytes, n cuts, the n cuts
-  // An AND or DIFF is native (foreign = 0, trusted to be non-empty: Python decided) when no
-  // member holds a FOREIGN node, else (foreign = 1) a FOREIGN leaf made from its FACTS.
+  //   UNTIL:   8, pending (the rest of a character in progress; 0 = NOTHING: none), matched,
+  //            n, the n bytes of the stop string (non-empty valid UTF-8)
+  //   AND:     9, n, n members            DIFF: 10, first, second
+  //   DECMOD:  11, k, phase, t, n, n limbs of p, m, m limbs of r (base 10^9, low first)
+  // AND and DIFF are trusted to be non-empty (Python decided); UNTIL and DECMOD records go
+  // through the constructors below (a DECMOD state that cannot be completed is NOTHING).
   std::vector<int32_t> import_nodes(const int32_t* records, size_t size);
 
   int32_t byte_set(const ByteMask& mask);
@@ -90,6 +92,12 @@ class ExprArena {
   int32_t tagged(int32_t item, int32_t tag);
   int32_t intersection(const int32_t* members, size_t count);
   int32_t difference(int32_t first, int32_t second);
+  // derivatives.text_until(stop) in the state (matched bytes of stop, pending rest of a
+  // character: kNothingId for none); stop must be non-empty valid UTF-8.
+  int32_t text_until(const std::string& stop, int32_t matched = 0, int32_t pending = kNothingId);
+  // boolean.decimal_multiple(p, k) in the state (phase, remainder r < p, fraction digits t).
+  int32_t decimal_state(const Decimal& p, int32_t k, int32_t phase, const Decimal& r, int32_t t);
+  int32_t decimal_multiple(uint64_t p, int32_t k);
 
   int32_t derivative(int32_t node, int32_t byte);
   const std::vector<uint8_t>& cuts(int32_t node);
@@ -112,11 +120,11 @@ class ExprArena {
   struct Node {
     ExprKind kind = kNothing;
     bool nullable = false;
-    bool has_foreign = false;
     int32_t a = 0, b = 0, c = 0;     // CONCAT (first, second), REPEAT (item, low, high), TAGGED
                                      // (item, tag), UTF8 (pending), DIFF (first, second),
-                                     // FOREIGN (handle, facts index)
-    uint32_t offset = 0, count = 0;  // BYTES: mask index; UTF8: range words; ALT/AND: members
+                                     // UNTIL (stop index, matched, pending), DECMOD (k, phase, t)
+    uint32_t offset = 0, count = 0;  // BYTES: mask index; UTF8: range words; ALT/AND: members;
+                                     // DECMOD: limbs of p, then of r (words: see decimal_state)
     int32_t cuts = -1;               // index into cuts_
     int32_t memo = -1;               // offset into memo_: one entry per class of the node
     int32_t rest = -1;               // REPEAT: the remainder after one item
@@ -127,10 +135,9 @@ class ExprArena {
     int32_t depth = -1;              // text depth, -1 unknown
     int8_t depth_infinite = 0;
   };
-  struct Facts {
-    bool inside = false, infinite = false, text_infinite = false;
-    int64_t longest = -1;
-    int32_t depth = 0;
+  struct Stop {  // an UNTIL leaf's stop string and its KMP failure function
+    std::string bytes;
+    std::vector<int32_t> fail;
   };
 
   static uint64_t hash_of(int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload, size_t words);
@@ -147,7 +154,14 @@ class ExprArena {
   std::vector<uint8_t> compute_cuts(int32_t node);
   std::vector<uint8_t> utf8_cuts(int32_t node) const;
   void intersect(int32_t node, int64_t lo, int64_t hi, std::vector<int32_t>& out) const;
-  int32_t foreign(const int32_t* facts, size_t& at, size_t size);
+  int32_t any_char();
+  int32_t until_node(int32_t stop, int32_t matched, int32_t pending);
+  int32_t until_derivative(int32_t node, int32_t byte);
+  int32_t decmod_derivative(int32_t node, int32_t byte);
+  Decimal decmod_modulus(int32_t node) const;
+  Decimal decmod_remainder(int32_t node) const;
+  int32_t decmod_hint(int32_t node) const;
+  int32_t hint(int32_t node, int32_t depth) const;
   bool non_empty(ExprKind kind, const std::vector<int32_t>& members);
   bool exists(ExprKind kind, const std::vector<int32_t>& members);
   bool infinite(int32_t node);
@@ -160,7 +174,9 @@ class ExprArena {
   std::vector<Node> nodes_;
   std::vector<ByteMask> masks_;
   std::vector<ByteMask> firsts_;
-  std::vector<Facts> facts_;
+  std::vector<Stop> stops_;
+  std::unordered_map<std::string, int32_t> stop_index_;
+  int32_t any_char_ = -1;
   std::vector<int32_t> payload_;  // UTF8 ranges and ALT/AND members
   std::vector<std::vector<uint8_t>> cuts_;
   std::vector<int32_t> memo_;
@@ -170,7 +186,6 @@ class ExprArena {
   size_t table_used_ = 0;
   std::vector<uint64_t> hashes_;
   std::unordered_map<std::string, bool> emptiness_;  // (kind, members) -> non-empty
-  ForeignDerivative foreign_derivative_;
   int64_t search_budget_ = 10000;
 };
 

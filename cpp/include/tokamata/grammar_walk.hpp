@@ -23,8 +23,9 @@
 //   over the byte once, and only the children whose byte some configuration can take are
 //   walked (deduplicated per trie level). So an identifier state with 47k events costs only
 //   the children that can start what the parser allows after an identifier.
-// - Walks hold the lexer core's compute mutex (they may expand the DFA through Python) and run
-//   without the GIL; the boundary callback re-acquires it.
+// - Walks hold the lexer core's compute mutex (they expand the lexer DFA, natively) and run
+//   without the GIL; the boundary callback (start states for new allowed-terminal sets)
+//   re-acquires it.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -29,7 +29,7 @@
 //   restores exactly the position n tokens ago (EOS counts as a token).
 // - Every method that may compute (mask, accepting, advance, fill, consume) must be called
 //   without the Python GIL: computing takes the lexer's compute mutex and may call back into
-//   Python (new lexer start states, foreign expression nodes), which takes the GIL.
+//   Python (new lexer start states), which takes the GIL.
 // - Thread safety: a ConstraintCore is shared by any number of threads; a MatcherCore is
 //   used by one thread at a time.
 #pragma once

@@ -12,7 +12,7 @@
 //   an allowed token's bytes never meets UNKNOWN.
 // - Rows are computed once per state and never change; they are published under cache_mu_.
 //   Computing takes compute_mu_; callers must not hold the Python GIL while waiting for it
-//   (the expand callback re-acquires the GIL).
+//   (a grammar's start callback, run under it, re-acquires the GIL).
 // - A row depends only on the trie and on the state's expression, so rows are also shared
 //   across constraints through the vocabulary's SharedRowCache, keyed by the expression's
 //   structural id (state_keys). A state whose row came from there may still be unexpanded;

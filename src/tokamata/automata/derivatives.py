@@ -37,7 +37,7 @@ UNBOUNDED = -1
 
 class Kind:
     """The kind of an expression node (``Expr.kind``), as plain ints: the C++ arena's
-    ``ExprKind`` uses the same numbers for the kinds it shares (cpp/include/tokamata/expr_arena.hpp).
+    ``ExprKind`` uses the same numbers, for every kind (cpp/include/tokamata/expr_arena.hpp).
     AND, DIFF and DECMOD are built in :mod:`.boolean`."""
 
     NOTHING, EPSILON, BYTES, UTF8, CONCAT, ALT, REPEAT, TAGGED, UNTIL = range(9)

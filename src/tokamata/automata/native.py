@@ -3,15 +3,15 @@
 
 Invariants:
 - ``Bridge.to_arena(expr)`` is the id of an arena node with the same language as ``expr``.
-  It is memoized on the expression (``Expr._native`` packs the bridge's generation, whether
-  the node holds a foreign leaf, and the id), so a subterm shared by terminals or schemas is
-  imported once per generation; imports are batched (one call per expression tree).
-- The arena derives every kind natively except text-until-stop and decimal divisibility,
-  and intersections/differences over those: they enter as FOREIGN leaves with the facts the
-  native code needs (nullability, byte classes, first bytes, lengths, text depth), and the
-  arena asks :func:`.derivatives.derivative` for their derivatives through a callback that
-  imports the result. The arena's constructors normalize as the Python ones do, so a
-  language reached in either space has one node.
+  It is memoized on the expression (``Expr._native`` packs the bridge's generation and the
+  id), so a subterm shared by terminals or schemas is imported once per generation; imports
+  are batched (one call per expression tree).
+- Every kind is imported as plain data, the parametric leaves included: text until a stop
+  string as its stop bytes, KMP position and pending character; decimal divisibility as
+  ``k``, phase and fraction digits read, with ``p`` and the remainder as base-10**9 limbs
+  (exact for any size). The arena derives all of them natively (no callback into Python),
+  and its constructors normalize as the Python ones do, so a language reached in either
+  space has one node.
 - ``clear_interned()`` (``tokamata.clear_caches``) starts a new bridge (a new arena and
   generation) once the arena holds more than ``ARENA_NODES_KEPT`` nodes. Lexers made before
   keep their arena (and keep working); expressions memoized for an older generation are
@@ -25,21 +25,17 @@ from __future__ import annotations
 
 import itertools
 import threading
-import weakref
 from array import array
 
 import numpy as np
 
 from .. import _core
 from ..caches import register_process_cache
-from . import analysis
 from . import derivatives as d
 
 __all__ = ["Bridge", "bridge", "reset"]
 
-_FOREIGN = 12  # the arena's kind for the nodes it derives through the callback
-_AND, _DIFF = d.Kind.AND, d.Kind.DIFF
-_MAX_INT32 = (1 << 31) - 1
+_LIMB = 10 ** 9  # DECMOD's p and remainder cross as base-10**9 limbs, low first
 _generations = itertools.count(1)
 
 
@@ -58,7 +54,7 @@ def _words(mask: int) -> array:
 
 
 class Bridge:
-    """One arena, its generation, and the Python expressions behind its foreign leaves."""
+    """One arena and its generation."""
 
     def __init__(self) -> None:
         from ..limits import DEFAULT_LIMITS
@@ -67,42 +63,27 @@ class Bridge:
         self.generation = next(_generations)
         #: arena keys of this generation: bit 62, then the generation above the node id
         self.key_base = (1 << 62) | (self.generation << 32)
-        self.foreign: list[d.Expr] = []  # handle -> Python expression
         # emptiness searches of intersections/differences made by derivatives use the default
         # budget, as the Python constructors do (derivatives pass no limits)
         self.arena.set_search_budget(DEFAULT_LIMITS.max_dfa_states)
-        self_ref = weakref.ref(self)  # the arena must not keep the bridge alive
-
-        def derive_foreign(handle: int, byte: int) -> int:
-            owner = self_ref()
-            assert owner is not None  # (the arena that calls this belongs to the bridge)
-            return owner.to_arena(d.derivative(owner.foreign[handle], byte))
-
-        self.arena.set_foreign_derivative(derive_foreign)
 
     def to_arena(self, node: d.Expr) -> int:
         """The arena id of ``node`` (imported with every subterm not imported yet)."""
         found = node._native
-        if found >> 33 == self.generation:
+        if found >> 32 == self.generation:
             return found & 0xFFFFFFFF
-        # (no lock: the arena dedupes, so a race at worst gives a foreign expression two
-        # handles; a Python lock held across the import could deadlock with the foreign
-        # callback of a walk that holds the arena's mutex)
+        # (no lock: the arena dedupes, so a race at worst imports a node twice)
         return _import(self, node)
 
-    def _facts(self, node: d.Expr, records: array) -> None:
-        """The FACTS of a foreign leaf (see ExprArena::import_nodes)."""
-        handle = len(self.foreign)
-        self.foreign.append(node)
-        longest = analysis.max_length(node)
-        depth, text_infinite = analysis.text_depth_facts(node, {})
-        records.extend((handle, int(node.nullable), int(analysis.inside_character(node)), int(analysis.infinite(node)),
-                        -1 if longest is None else min(longest, _MAX_INT32), min(depth, analysis.UNLIMITED),
-                        int(text_infinite)))
-        records.extend(_words(d.first_bytes(node) & ((1 << 256) - 1)))
-        node_cuts = d.cuts(node)
-        records.append(len(node_cuts))
-        records.extend(node_cuts)
+
+def _limbs(value: int, records: array) -> None:
+    """``value`` (a natural) as its number of base-10**9 limbs, then the limbs, low first."""
+    limbs = []
+    while value:
+        value, limb = divmod(value, _LIMB)
+        limbs.append(limb)
+    records.append(len(limbs))
+    records.extend(limbs)
 
 
 #: ``clear_caches()`` keeps the arena while it holds at most this many nodes (about 100 bytes
@@ -115,43 +96,46 @@ ARENA_NODES_KEPT = 400_000
 
 def _import(bridge: Bridge, node: d.Expr) -> int:
     """Import ``node``'s subterms not imported yet in one batch. While the batch is built,
-    its nodes' ``_native`` is negative, ``-1 - (batch << 32 | index << 1 | foreign)``; the
-    arena ids replace it once the arena has them (another thread may import the same nodes
-    meanwhile: its batch number differs, and hash-consing makes the double import harmless)."""
+    its nodes' ``_native`` is negative, ``-1 - (batch << 32 | index)``; the arena ids replace
+    it once the arena has them (another thread may import the same nodes meanwhile: its batch
+    number differs, and hash-consing makes the double import harmless)."""
     generation = bridge.generation
-    mark = generation << 33
+    mark = generation << 32
     serial = next(_batches) & 0x3FFFFFFF
-    in_batch = -1 - (serial << 32)  # the marks of this batch are in_batch - (index << 1 | foreign)
+    in_batch = -1 - (serial << 32)  # the marks of this batch are in_batch - index
     records = array("i")
     order: list[d.Expr] = []
     CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.BYTES, d.Kind.UTF8
-    AND, DIFF = _AND, _DIFF
+    AND, DIFF, UNTIL, DECMOD = d.Kind.AND, d.Kind.DIFF, d.Kind.UNTIL, d.Kind.DECMOD
+
+    def ref(child: d.Expr) -> int:  # an arena id, or -1 - i for the i-th record of this batch
+        memo = child._native
+        return -1 - (in_batch - memo) if memo < 0 else memo & 0xFFFFFFFF
+
     stack = [node]
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
         memo = top._native
-        if memo >> 33 == generation or (memo < 0 and (in_batch - memo) >> 32 == 0):
+        if memo >> 32 == generation or (memo < 0 and (in_batch - memo) >> 32 == 0):
             stack.pop()
             continue
         kind = top.kind
         args = top.args
-        missing = False
         if kind == CONCAT or kind == ALT or kind == AND or kind == DIFF:
-            for c in args:
-                memo = c._native
-                if memo >> 33 != generation and not (memo < 0 and (in_batch - memo) >> 32 == 0):
-                    stack.append(c)
-                    missing = True
-        elif kind == REPEAT or kind == TAGGED:
-            c = args[0]
+            children = args
+        elif kind == REPEAT or kind == TAGGED or (kind == UNTIL and args[2] is not None):
+            children = args[:1] if kind != UNTIL else args[2:]
+        else:
+            children = ()
+        missing = False
+        for c in children:
             memo = c._native
-            if memo >> 33 != generation and not (memo < 0 and (in_batch - memo) >> 32 == 0):
+            if memo >> 32 != generation and not (memo < 0 and (in_batch - memo) >> 32 == 0):
                 stack.append(c)
                 missing = True
         if missing:
             continue
         stack.pop()
-        has_foreign = 0
         if kind == BYTES:
             records.append(kind)
             records.extend(_words(args[0]))
@@ -160,19 +144,10 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
             for lo, hi in args[0]:
                 records.append(lo)
                 records.append(hi)
-        elif kind == REPEAT or kind == TAGGED:
-            memo = args[0]._native
-            if memo < 0:
-                local = in_batch - memo
-                has_foreign = local & 1
-                ref = -1 - (local >> 1)
-            else:
-                has_foreign = (memo >> 32) & 1
-                ref = memo & 0xFFFFFFFF
-            if kind == REPEAT:
-                records.extend((kind, ref, args[1], args[2]))
-            else:
-                records.extend((kind, ref, args[1]))
+        elif kind == REPEAT:
+            records.extend((kind, ref(args[0]), args[1], args[2]))
+        elif kind == TAGGED:
+            records.extend((kind, ref(args[0]), args[1]))
         elif kind == d.Kind.NOTHING or kind == d.Kind.EPSILON:
             records.append(kind)
         elif kind == CONCAT or kind == ALT or kind == AND or kind == DIFF:
@@ -180,28 +155,24 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
             if kind == ALT or kind == AND:
                 records.append(len(args))
             for c in args:
-                memo = c._native
-                if memo < 0:
-                    local = in_batch - memo
-                    has_foreign |= local & 1
-                    records.append(-1 - (local >> 1))
-                else:
-                    has_foreign |= (memo >> 32) & 1
-                    records.append(memo & 0xFFFFFFFF)
-            if kind == AND or kind == DIFF:
-                records.append(has_foreign)
-                if has_foreign:
-                    bridge._facts(top, records)
-        else:  # text until a stop string, decimal divisibility
-            has_foreign = 1
-            records.append(_FOREIGN)
-            bridge._facts(top, records)
-        top._native = in_batch - ((len(order) << 1) | has_foreign)
+                records.append(ref(c))
+        elif kind == UNTIL:  # stop, matched, pending character (None: at a boundary)
+            stop, matched, pending = args
+            records.extend((kind, 0 if pending is None else ref(pending), matched, len(stop)))
+            records.extend(stop)
+        elif kind == DECMOD:  # p, k, phase, r, t, then the byte markers (Python's leaf cuts)
+            p, k, phase, r, t = args[:5]
+            records.extend((kind, k, phase, t))
+            _limbs(p, records)
+            _limbs(r, records)
+        else:
+            raise TypeError(f"no native import for expression kind {kind}")
+        top._native = in_batch - len(order)
         order.append(top)
     if order:
         ids = bridge.arena.import_nodes(np.frombuffer(records, dtype=np.int32))
         for expr, ident in zip(order, ids):
-            expr._native = mark | (((in_batch - expr._native) & 1) << 32) | ident
+            expr._native = mark | ident
     return node._native & 0xFFFFFFFF
 
 

@@ -1,0 +1,309 @@
+// The expression arena's two parametric leaves, the counterparts of derivatives.py's
+// text_until and boolean.py's decimal_multiple: constructors (normalized as the Python ones,
+// so that a state reached in either space is one node), derivatives, and the divisibility
+// leaf's hint for emptiness searches; see expr_arena.hpp for the invariants.
+//
+// - UNTIL (stop, matched, pending): valid UTF-8 text not containing stop, then stop. matched
+//   is the KMP position in stop, pending the rest of the character in progress (NOTHING at a
+//   character boundary). The stop string is valid UTF-8, so it ends where a character ends.
+// - DECMOD (p, k, phase, r, t): decimal digit strings with at most one '.' whose value is a
+//   multiple of p / 10^k. phase 0: integer digits, r = value mod p; phase 1: t < k fraction
+//   digits read, r = (value * 10^t) mod p; phase 2: all k fraction digits read (only zeros
+//   may follow, r must be 0). A state from which no multiple is reachable is NOTHING. p and
+//   r are exact naturals in base 10^9 (Decimal): every step is O(limbs), a state's
+//   nullability O(k * limbs), so the cost is bounded by the size of the schema's number.
+#include <algorithm>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+#include "expr_arena_detail.hpp"
+#include "tokamata/expr_arena.hpp"
+
+namespace tokamata {
+
+using namespace arena_detail;
+
+namespace {
+
+using Decimal = ExprArena::Decimal;
+constexpr int64_t kLimb = 1000000000;
+
+bool well_formed(const Decimal& a) {
+  for (int32_t limb : a) {
+    if (limb < 0 || limb >= kLimb) return false;
+  }
+  return a.empty() || a.back() != 0;
+}
+
+int compare(const Decimal& a, const Decimal& b) {
+  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
+  for (size_t i = a.size(); i-- > 0;) {
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  }
+  return 0;
+}
+
+void subtract(Decimal& a, const Decimal& b) {  // a -= b, for a >= b
+  int64_t borrow = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    int64_t v = int64_t{a[i]} - borrow - (i < b.size() ? b[i] : 0);
+    borrow = v < 0 ? 1 : 0;
+    a[i] = static_cast<int32_t>(v + borrow * kLimb);
+  }
+  while (!a.empty() && a.back() == 0) a.pop_back();
+}
+
+void shift_in(Decimal& a, int32_t digit, const Decimal& p) {  // a = (10 a + digit) mod p, for a < p
+  int64_t carry = digit;
+  for (int32_t& limb : a) {
+    const int64_t v = int64_t{limb} * 10 + carry;
+    limb = static_cast<int32_t>(v % kLimb);
+    carry = v / kLimb;
+  }
+  if (carry) a.push_back(static_cast<int32_t>(carry));
+  while (compare(a, p) >= 0) subtract(a, p);  // at most nine times
+}
+
+Decimal times_power_mod(Decimal a, int64_t w, const Decimal& p) {  // (a 10^w) mod p, for a < p
+  for (; w > 0 && !a.empty(); --w) shift_in(a, 0, p);
+  return a;
+}
+
+Decimal negate_mod(const Decimal& x, const Decimal& p) {  // (-x) mod p, for x < p
+  if (x.empty()) return x;
+  Decimal out = p;
+  subtract(out, x);
+  return out;
+}
+
+Decimal reduce(const Decimal& a, const Decimal& m) {  // a mod m: a's decimal digits folded in
+  Decimal out;
+  for (size_t i = a.size(); i-- > 0;) {
+    for (int32_t scale = 100000000; scale > 0; scale /= 10) shift_in(out, a[i] / scale % 10, m);
+  }
+  return out;
+}
+
+int32_t divide(Decimal& a, int32_t m) {  // a /= m; the remainder
+  int64_t rest = 0;
+  for (size_t i = a.size(); i-- > 0;) {
+    const int64_t v = rest * kLimb + a[i];
+    a[i] = static_cast<int32_t>(v / m);
+    rest = v % m;
+  }
+  while (!a.empty() && a.back() == 0) a.pop_back();
+  return static_cast<int32_t>(rest);
+}
+
+int64_t num_digits(const Decimal& a) {  // 0 for zero
+  if (a.empty()) return 0;
+  int64_t n = 9 * static_cast<int64_t>(a.size() - 1);
+  for (int32_t top = a.back(); top; top /= 10) ++n;
+  return n;
+}
+
+int32_t leading_digit(const Decimal& a) {
+  int32_t top = a.empty() ? 0 : a.back();
+  while (top >= 10) top /= 10;
+  return top;
+}
+
+bool power_below(int64_t w, const Decimal& p) {  // 10^w < p
+  const int64_t digits = num_digits(p);
+  if (digits != w + 1) return digits > w + 1;
+  Decimal power(static_cast<size_t>(w / 9), 0);  // p has as many digits as 10^w: p > 10^w unless equal
+  int32_t top = 1;
+  for (int64_t i = 0; i < w % 9; ++i) top *= 10;
+  power.push_back(top);
+  return compare(power, p) != 0;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ text until a stop string
+
+int32_t ExprArena::any_char() {
+  if (any_char_ < 0) {
+    const int32_t ranges[4] = {0, 0xD7FF, 0xE000, kMaxCodePoint};  // utf8_char: no surrogates
+    any_char_ = make_utf8(ranges, 2, 0);
+  }
+  return any_char_;
+}
+
+int32_t ExprArena::text_until(const std::string& stop, int32_t matched, int32_t pending) {
+  check(pending);
+  if (stop.empty()) throw std::invalid_argument("text_until needs a non-empty stop string");
+  if (matched < 0 || static_cast<size_t>(matched) >= stop.size()) throw std::invalid_argument("text_until: bad position");
+  auto found = stop_index_.find(stop);
+  int32_t index;
+  if (found != stop_index_.end()) {
+    index = found->second;
+  } else {
+    int32_t state = any_char();  // valid UTF-8, ending at a character boundary
+    for (unsigned char byte : stop) {
+      state = derive(state, byte);
+      if (state == kNothingId) break;
+      if (state == kEpsilonId) state = any_char();
+    }
+    if (state != any_char()) throw std::invalid_argument("text_until: the stop string must be valid UTF-8");
+    Stop entry;  // KMP failure function
+    entry.bytes = stop;
+    entry.fail.assign(stop.size(), 0);
+    for (size_t i = 1, k = 0; i < stop.size(); ++i) {
+      while (k && stop[i] != stop[k]) k = static_cast<size_t>(entry.fail[k - 1]);
+      if (stop[i] == stop[k]) ++k;
+      entry.fail[i] = static_cast<int32_t>(k);
+    }
+    index = static_cast<int32_t>(stops_.size());
+    stops_.push_back(std::move(entry));
+    stop_index_.emplace(stop, index);
+  }
+  return until_node(index, matched, pending);
+}
+
+int32_t ExprArena::until_node(int32_t stop, int32_t matched, int32_t pending) {
+  Node node;
+  node.kind = kUntil;
+  node.a = stop;
+  node.b = matched;
+  node.c = pending;
+  return intern(node, nullptr, 0);
+}
+
+int32_t ExprArena::until_derivative(int32_t node, int32_t byte) {
+  const Node n = nodes_[node];
+  const int32_t leaf = derive(n.c == kNothingId ? any_char() : n.c, byte);
+  if (leaf == kNothingId) return kNothingId;
+  const Stop& stop = stops_[n.a];
+  size_t matched = static_cast<size_t>(n.b);
+  while (matched && static_cast<unsigned char>(stop.bytes[matched]) != byte) {
+    matched = static_cast<size_t>(stop.fail[matched - 1]);
+  }
+  matched = static_cast<unsigned char>(stop.bytes[matched]) == byte ? matched + 1 : 0;
+  if (matched == stop.bytes.size()) return leaf == kEpsilonId ? kEpsilonId : kNothingId;
+  return until_node(n.a, static_cast<int32_t>(matched), leaf == kEpsilonId ? kNothingId : leaf);
+}
+
+// ------------------------------------------------------------------ decimal divisibility
+
+int32_t ExprArena::decimal_multiple(uint64_t p, int32_t k) {
+  if (p < 1 || k < 0) throw std::invalid_argument("decimal_multiple needs p >= 1 and k >= 0");
+  Decimal limbs;
+  for (; p; p /= kLimb) limbs.push_back(static_cast<int32_t>(p % kLimb));
+  return decimal_state(limbs, k, 0, {}, 0);
+}
+
+int32_t ExprArena::decimal_state(const Decimal& p, int32_t k, int32_t phase, const Decimal& r, int32_t t) {
+  if (!well_formed(p) || !well_formed(r) || p.empty() || compare(r, p) >= 0 || k < 0 || phase < 0 || phase > 2 ||
+      t < 0 || (phase == 1 ? t >= k : t != 0)) {
+    throw std::invalid_argument("decimal divisibility: bad state");
+  }
+  bool nullable = true;
+  if (phase == 0) {
+    nullable = times_power_mod(r, k, p).empty();
+  } else if (phase == 1) {
+    const int64_t width = int64_t{k} - t;  // 10^width: the fraction digits still to read
+    const Decimal rest = times_power_mod(r, width, p);
+    if (power_below(width, p) && num_digits(negate_mod(rest, p)) > width) {
+      return kNothingId;  // no completion of the k fraction digits reaches a multiple
+    }
+    nullable = rest.empty();
+  } else if (!r.empty()) {
+    return kNothingId;
+  }
+  Node node;
+  node.kind = kDecmod;
+  node.a = k;
+  node.b = phase;
+  node.c = t;
+  node.nullable = nullable;
+  std::vector<int32_t> words;  // the number of limbs of p, p, r
+  words.reserve(1 + p.size() + r.size());
+  words.push_back(static_cast<int32_t>(p.size()));
+  words.insert(words.end(), p.begin(), p.end());
+  words.insert(words.end(), r.begin(), r.end());
+  return intern(node, words.data(), words.size());
+}
+
+ExprArena::Decimal ExprArena::decmod_modulus(int32_t node) const {
+  const Node& n = nodes_[node];
+  const auto start = payload_.begin() + n.offset + 1;
+  return Decimal(start, start + payload_[n.offset]);
+}
+
+ExprArena::Decimal ExprArena::decmod_remainder(int32_t node) const {
+  const Node& n = nodes_[node];
+  return Decimal(payload_.begin() + n.offset + 1 + payload_[n.offset], payload_.begin() + n.offset + n.count);
+}
+
+int32_t ExprArena::decmod_derivative(int32_t node, int32_t byte) {
+  const Node n = nodes_[node];
+  const int32_t k = n.a, phase = n.b, t = n.c;
+  const Decimal p = decmod_modulus(node);
+  Decimal r = decmod_remainder(node);
+  if (byte == '.') {
+    if (phase != 0) return kNothingId;
+    return decimal_state(p, k, k > 0 ? 1 : 2, r, 0);
+  }
+  if (byte < '0' || byte > '9') return kNothingId;
+  const int32_t digit = byte - '0';
+  if (phase == 2) return digit == 0 ? decimal_state(p, k, 2, {}, 0) : kNothingId;
+  shift_in(r, digit, p);
+  if (phase == 0) return decimal_state(p, k, 0, r, 0);
+  return t + 1 == k ? decimal_state(p, k, 2, r, 0) : decimal_state(p, k, 1, r, t + 1);
+}
+
+int32_t ExprArena::decmod_hint(int32_t node) const {
+  const Node& n = nodes_[node];
+  const int32_t k = n.a, phase = n.b, t = n.c;
+  if (phase == 2) return '0';
+  const Decimal p = decmod_modulus(node);
+  const Decimal r = decmod_remainder(node);
+  Decimal target;
+  int64_t width;
+  if (phase == 0) {
+    Decimal modulus = p;  // p / gcd(p, 10^k): the fraction may supply k factors of 2 and of 5
+    for (int32_t factor : {2, 5}) {
+      for (int32_t i = 0; i < k; ++i) {
+        Decimal quotient = modulus;
+        if (divide(quotient, factor) != 0) break;
+        modulus.swap(quotient);
+      }
+    }
+    Decimal y = reduce(r, modulus);
+    if (y.empty()) return -1;  // a multiple already
+    // the fewest digits that can complete a multiple: following the hint shortens it
+    for (width = 1;; ++width) {
+      shift_in(y, 0, modulus);
+      target = negate_mod(y, modulus);
+      if (num_digits(target) <= width) break;
+    }
+  } else {
+    width = int64_t{k} - t;
+    const Decimal rest = times_power_mod(r, width, p);
+    if (rest.empty()) return -1;
+    target = negate_mod(rest, p);
+  }
+  // the first digit of target written with width digits
+  return '0' + (num_digits(target) >= width ? leading_digit(target) : 0);
+}
+
+int32_t ExprArena::hint(int32_t node, int32_t depth) const {
+  const Node& n = nodes_[node];
+  if (n.kind == kDecmod) return decmod_hint(node);
+  if (depth == 0) return -1;
+  if (n.kind == kConcat) {
+    const int32_t found = hint(n.a, depth - 1);
+    return found < 0 && nodes_[n.a].nullable ? hint(n.b, depth - 1) : found;
+  }
+  if (n.kind == kAnd || n.kind == kAlt) {
+    for (uint32_t i = 0; i < n.count; ++i) {
+      const int32_t found = hint(payload_[n.offset + i], depth - 1);
+      if (found >= 0) return found;
+    }
+  }
+  return -1;
+}
+
+}  // namespace tokamata

@@ -1,0 +1,169 @@
+"""The native arena's text-until and decimal-divisibility leaves (``cpp/src/expr_leaves.cpp``)
+against the Python derivative engine, their reference, and against independent oracles.
+
+Along every byte string tried, the native state must be the import of the Python state (one
+node per language: the arena's constructors normalize as the Python ones do), NOTHING at the
+same prefixes, with the same acceptance; acceptance must also agree with an oracle that uses
+neither engine (UTF-8 decoding and ``bytes.find`` for text until a stop string, ``Decimal``
+arithmetic for divisibility). Strings are random over each case's interesting bytes, plus
+adversarial ones: overlapping stops, split characters, multiples and their neighbours, moduli
+past 64 bits; and the leaves inside intersections and differences with regexes and JSON
+Schema number ranges, whose emptiness the arena decides itself."""
+
+from __future__ import annotations
+
+import random
+import re
+from decimal import Decimal
+
+import numpy as np
+import pytest
+
+from tokamata.automata import boolean, native
+from tokamata.automata import derivatives as d
+from tokamata.limits import Limits
+from tokamata.syntax import regex as rx
+from tokamata.syntax import regex_lower
+from tokamata.syntax.json_schema import numbers as nm
+
+
+def _regex(pattern: str) -> d.Expr:
+    return regex_lower.lower(rx.parse_regex(pattern, Limits()))
+
+
+def _walk(root: d.Expr, data: bytes) -> bool:
+    """Run ``data`` through both engines in lockstep; returns whether it is accepted."""
+    bridge = native.bridge()
+    arena = bridge.arena
+    python, ours = root, bridge.to_arena(root)
+    for i, byte in enumerate(data):
+        python = d.derivative(python, byte)
+        ours = arena.derivative(ours, byte)
+        assert (python is d.NOTHING) == (ours == 0), (data, i)
+        if python is d.NOTHING:
+            return False
+        assert bridge.to_arena(python) == ours, ("one language, two nodes", data, i)
+    assert arena.nullable(ours) == python.nullable, data
+    return python.nullable
+
+
+def _until_oracle(stop: bytes, data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return data.find(stop) == len(data) - len(stop) and data.endswith(stop)
+
+
+STOPS = [b'"', b"ab", b"aab", b"**/", b"</a>", "é!".encode(), "€".encode(), "a€a".encode(), "日本".encode(),
+         b"\n\n", b"abab"]
+
+
+@pytest.mark.parametrize("stop", STOPS, ids=repr)
+def test_text_until_agrees_with_the_python_engine_and_the_oracle(stop):
+    leaf = d.text_until(stop)
+    rng = random.Random(stop)
+    pieces = [bytes([b]) for b in stop] + [b"x", b"a", b"*", b"/", "é".encode(), "€".encode(), "日".encode(),
+                                            b"\xff", b"\x80", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80"]
+    strings = [stop, stop * 2, stop[:-1], stop[:-1] + stop, b"x" + stop, stop + b"x", stop[:1] + stop,
+               stop[: len(stop) // 2] + stop, b"aaab", b"***/", b"ababab", "é".encode()[:1] + stop]
+    for _ in range(300):
+        strings.append(b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 8))))
+    for data in strings:
+        assert _walk(leaf, data) == _until_oracle(stop, data), data
+
+
+@pytest.mark.parametrize("pattern,stop", [
+    (r"[a-z */]{0,10}", b"*/"),
+    (r"(ab|b)*", b"aab"),
+    (r"[^x]*", "€".encode()),
+])
+def test_text_until_in_intersections_and_differences(pattern, stop):
+    rng = random.Random(pattern)
+    until, other = d.text_until(stop), _regex(pattern)
+    both = boolean.intersection(until, other)
+    minus = boolean.difference(until, other)
+    assert both is not d.NOTHING and minus is not d.NOTHING
+    alphabet = sorted(set(stop) | set(b"abxz */"))
+    strings = [stop, b"ab" + stop, b"x" + stop, b"a" * 3 + stop] + [
+        bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 9))) + stop for _ in range(150)]
+    for data in strings:
+        try:
+            in_other = re.fullmatch(pattern, data.decode("utf-8")) is not None
+        except UnicodeDecodeError:
+            in_other = False
+        until_ok = _until_oracle(stop, data)
+        assert _walk(both, data) == (until_ok and in_other), data
+        assert _walk(minus, data) == (until_ok and not in_other), data
+
+
+def _decimal_oracle(text: str, p: int, k: int) -> bool:
+    """decimal_multiple's language: digits with at most one '.' (lax: "", ".", "5."), whose
+    value is a multiple of p / 10**k."""
+    if not re.fullmatch(r"[0-9]*\.?[0-9]*", text):
+        return False
+    value = Decimal(text.replace(".", "") or "0").scaleb(-len(text.partition(".")[2]))
+    return value.scaleb(k) % p == 0
+
+
+MODULI = [1, 2, 3, 4, 5, 7, 8, 10, 12, 25, 37, 40, 125, 999983, 10 ** 20, 2 ** 70, 123456789012345678901]
+
+
+@pytest.mark.parametrize("p", MODULI)
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 5])
+def test_decimal_multiple_agrees_with_the_python_engine_and_the_oracle(p, k):
+    leaf = boolean.decimal_multiple(p, k)
+    rng = random.Random(p * 10 + k)
+    strings = ["", ".", "0", "0.", ".0", "00", "1..", "1.2.3", "-1", "1e3", "x"]
+    for j in (1, 2, 3, 7, 10, 11, 1000):  # multiples spelled with the point k digits in, and neighbours
+        for n in (p * j, p * j + 1, p * j - 1, p * j * 10 ** 3):
+            digits = str(n).rjust(k + 1, "0")
+            point = digits[: len(digits) - k] + "." + digits[len(digits) - k:]
+            strings += [digits, point, point + "0", point + "5", "0" + point]
+    for _ in range(150):
+        strings.append("".join(rng.choice("0123456789..") for _ in range(rng.randint(0, 10))))
+    for text in strings:
+        assert _walk(leaf, text.encode()) == _decimal_oracle(text, p, k), (text, p, k)
+
+
+@pytest.mark.parametrize("step,low,high", [
+    ("0.01", "0", "100"), ("7", "-50", None), ("0.25", "-2.5", "1000"), ("1e-5", None, "3"),
+    ("123456789012345678901", None, None), ("2.5", "10", "20"), ("999983", "1", None),
+])
+def test_multiple_of_with_bounds_agrees_with_the_python_engine(step, low, high):
+    """JSON Schema multipleOf with minimum/maximum: intersections whose derivatives the arena
+    builds, deciding their emptiness itself (the divisibility leaf's hint guides the search)."""
+    limits = Limits()
+    number = boolean.intersection(nm.multiple_of(Decimal(step), limits),
+                                  nm.number_range(None if low is None else Decimal(low), False,
+                                                  None if high is None else Decimal(high), True, limits))
+    number = nm.overflow_safe(number, limits)
+    rng = random.Random(step)
+    strings = ["0", "-0", "1", "12", "-7", "0.5", "2.50", "99.99", "100", "-2.5", "3", "1e5", "01"]
+    for j in (1, 2, 3, 13, 400):
+        value = Decimal(step) * j
+        strings += [str(value), str(-value), str(value + 1), str(value) + "0"]
+    for _ in range(150):
+        strings.append(rng.choice(["", "-"]) + "".join(rng.choice("0123456789.") for _ in range(rng.randint(1, 8))))
+    plain = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
+    for text in strings:
+        accepted = _walk(number, text.encode())
+        if plain.fullmatch(text) and "E" not in str(Decimal(step)):
+            value = Decimal(text)
+            expected = (value % Decimal(step) == 0 and (low is None or value >= Decimal(low))
+                        and (high is None or value < Decimal(high)))
+            assert accepted == expected, (text, step)
+
+
+def test_malformed_leaf_imports_are_refused():
+    arena = native.bridge().arena.__class__()
+    with pytest.raises(ValueError, match="valid UTF-8"):
+        arena.import_nodes(np.asarray([8, 0, 0, 1, 0xC3], dtype=np.int32))
+    with pytest.raises(ValueError, match="empty stop"):
+        arena.import_nodes(np.asarray([8, 0, 0, 0], dtype=np.int32))
+    with pytest.raises(ValueError, match="limbs"):
+        arena.import_nodes(np.asarray([11, 0, 0, 0, 1, 10 ** 9, 0], dtype=np.int32))
+    with pytest.raises(ValueError, match="bad state"):  # remainder 7 not below p = 7
+        arena.import_nodes(np.asarray([11, 0, 0, 0, 1, 7, 1, 7], dtype=np.int32))
+    ident = arena.import_nodes(np.asarray([11, 2, 0, 0, 1, 25, 0], dtype=np.int32))[0]  # multiples of 0.25
+    assert arena.nullable(ident) and arena.derivative(ident, ord("x")) == 0
