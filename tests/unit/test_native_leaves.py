@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import random
 import re
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
 
+from tokamata import _core
 from tokamata.automata import boolean, native
 from tokamata.automata import derivatives as d
 from tokamata.limits import Limits
@@ -75,7 +76,7 @@ def test_text_until_agrees_with_the_python_engine_and_the_oracle(stop):
 
 @pytest.mark.parametrize("pattern,stop", [
     (r"[a-z */]{0,10}", b"*/"),
-    (r"(ab|b)*", b"aab"),
+    (r"[ab]{0,6}", b"aab"),
     (r"[^x]*", "€".encode()),
 ])
 def test_text_until_in_intersections_and_differences(pattern, stop):
@@ -102,8 +103,8 @@ def _decimal_oracle(text: str, p: int, k: int) -> bool:
     value is a multiple of p / 10**k."""
     if not re.fullmatch(r"[0-9]*\.?[0-9]*", text):
         return False
-    value = Decimal(text.replace(".", "") or "0").scaleb(-len(text.partition(".")[2]))
-    return value.scaleb(k) % p == 0
+    digits, fraction = int(text.replace(".", "") or "0"), len(text.partition(".")[2])
+    return digits * 10 ** k % (p * 10 ** fraction) == 0  # (exact: Python ints)
 
 
 MODULI = [1, 2, 3, 4, 5, 7, 8, 10, 12, 25, 37, 40, 125, 999983, 10 ** 20, 2 ** 70, 123456789012345678901]
@@ -148,15 +149,17 @@ def test_multiple_of_with_bounds_agrees_with_the_python_engine(step, low, high):
     plain = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
     for text in strings:
         accepted = _walk(number, text.encode())
-        if plain.fullmatch(text) and "E" not in str(Decimal(step)):
-            value = Decimal(text)
-            expected = (value % Decimal(step) == 0 and (low is None or value >= Decimal(low))
-                        and (high is None or value < Decimal(high)))
+        if plain.fullmatch(text):
+            with localcontext() as exact:
+                exact.prec = 200
+                value = Decimal(text)
+                expected = (value % Decimal(step) == 0 and (low is None or value >= Decimal(low))
+                            and (high is None or value < Decimal(high)))
             assert accepted == expected, (text, step)
 
 
 def test_malformed_leaf_imports_are_refused():
-    arena = native.bridge().arena.__class__()
+    arena = _core.ExprArena()
     with pytest.raises(ValueError, match="valid UTF-8"):
         arena.import_nodes(np.asarray([8, 0, 0, 1, 0xC3], dtype=np.int32))
     with pytest.raises(ValueError, match="empty stop"):

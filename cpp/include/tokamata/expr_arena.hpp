@@ -12,7 +12,8 @@
 //   the derivatives of any node finitely many. Every node other than NOTHING matches some
 //   string: intersections and differences built here decide emptiness by a search of the
 //   product of their members' derivatives, bounded by search_budget (LimitError
-//   max_dfa_states).
+//   max_dfa_states), in boolean.py's order (a divisibility leaf's hint, the first byte of its
+//   shortest completion, is tried first).
 // - Nodes come from Python by import_nodes (post-order records, see there) or as
 //   derivatives. Every kind of derivatives.py and boolean.py is native, the two parametric
 //   leaves included (expr_leaves.cpp): UNTIL (text until a stop string: a stop index into a
@@ -38,7 +39,7 @@
 
 namespace tokamata {
 
-enum ExprKind : uint8_t {  // the numbers of derivatives.py where the kinds are the same
+enum ExprKind : uint8_t {  // the numbers of derivatives.py's Kind
   kNothing = 0,
   kEpsilon = 1,
   kBytes = 2,
@@ -124,7 +125,7 @@ class ExprArena {
                                      // (item, tag), UTF8 (pending), DIFF (first, second),
                                      // UNTIL (stop index, matched, pending), DECMOD (k, phase, t)
     uint32_t offset = 0, count = 0;  // BYTES: mask index; UTF8: range words; ALT/AND: members;
-                                     // DECMOD: limbs of p, then of r (words: see decimal_state)
+                                     // DECMOD: p's limb count, p's limbs, r's limbs
     int32_t cuts = -1;               // index into cuts_
     int32_t memo = -1;               // offset into memo_: one entry per class of the node
     int32_t rest = -1;               // REPEAT: the remainder after one item

@@ -107,11 +107,6 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
     order: list[d.Expr] = []
     CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.BYTES, d.Kind.UTF8
     AND, DIFF, UNTIL, DECMOD = d.Kind.AND, d.Kind.DIFF, d.Kind.UNTIL, d.Kind.DECMOD
-
-    def ref(child: d.Expr) -> int:  # an arena id, or -1 - i for the i-th record of this batch
-        memo = child._native
-        return -1 - (in_batch - memo) if memo < 0 else memo & 0xFFFFFFFF
-
     stack = [node]
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
@@ -144,10 +139,11 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
             for lo, hi in args[0]:
                 records.append(lo)
                 records.append(hi)
-        elif kind == REPEAT:
-            records.extend((kind, ref(args[0]), args[1], args[2]))
-        elif kind == TAGGED:
-            records.extend((kind, ref(args[0]), args[1]))
+        elif kind == REPEAT or kind == TAGGED:
+            records.append(kind)
+            memo = args[0]._native  # an arena id, or -1 - i for the i-th record of this batch
+            records.append(-1 - (in_batch - memo) if memo < 0 else memo & 0xFFFFFFFF)
+            records.extend(args[1:])
         elif kind == d.Kind.NOTHING or kind == d.Kind.EPSILON:
             records.append(kind)
         elif kind == CONCAT or kind == ALT or kind == AND or kind == DIFF:
@@ -155,16 +151,21 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
             if kind == ALT or kind == AND:
                 records.append(len(args))
             for c in args:
-                records.append(ref(c))
-        elif kind == UNTIL:  # stop, matched, pending character (None: at a boundary)
-            stop, matched, pending = args
-            records.extend((kind, 0 if pending is None else ref(pending), matched, len(stop)))
+                memo = c._native
+                records.append(-1 - (in_batch - memo) if memo < 0 else memo & 0xFFFFFFFF)
+        elif kind == UNTIL:  # pending character (None: at a boundary), matched, stop
+            stop = args[0]
+            if args[2] is None:
+                ref = 0  # NOTHING: no character in progress
+            else:
+                memo = args[2]._native
+                ref = -1 - (in_batch - memo) if memo < 0 else memo & 0xFFFFFFFF
+            records.extend((kind, ref, args[1], len(stop)))
             records.extend(stop)
         elif kind == DECMOD:  # p, k, phase, r, t, then the byte markers (Python's leaf cuts)
-            p, k, phase, r, t = args[:5]
-            records.extend((kind, k, phase, t))
-            _limbs(p, records)
-            _limbs(r, records)
+            records.extend((kind, args[1], args[2], args[4]))
+            _limbs(args[0], records)
+            _limbs(args[3], records)
         else:
             raise TypeError(f"no native import for expression kind {kind}")
         top._native = in_batch - len(order)
