@@ -2,7 +2,8 @@
 // src/tokamata/automata/derivatives.py and boolean.py (tests/unit/test_native_derivatives.py
 // compares the two DFAs on random expressions and on real lexers). This file: interning, the
 // constructors and the import of Python expressions; expr_derivatives.cpp: byte classes and
-// derivatives; expr_facts.cpp: emptiness searches and the facts lexers and slices read.
+// derivatives; expr_facts.cpp: emptiness searches and the facts lexers and slices read;
+// expr_leaves.cpp: the text-until and decimal-divisibility leaves.
 #include "tokamata/expr_arena.hpp"
 
 #include <algorithm>
