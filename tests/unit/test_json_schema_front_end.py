@@ -21,7 +21,8 @@ from mask_walk import random_walk
 from tokamata.automata import boolean
 from tokamata.automata import derivatives as d
 from tokamata.grammar.ir import Grammar, is_terminal, nonterminal_index
-from tokamata.syntax.json_schema import schema_to_grammar, embed_grammar
+from tokamata.grammar.builder import GrammarBuilder
+from tokamata.syntax.json_schema import schema_to_grammar
 from tokamata.syntax.json_schema import lexemes as lx
 from tokamata.syntax.json_schema import numbers as nm
 
@@ -384,12 +385,15 @@ def test_pretty_refuses_unbounded_nesting_unless_asked():
         schema_to_grammar({"type": "object"}, whitespace="pretty")
 
 
-def test_embed_grammar_renumbers():
+def test_embedding_a_schema_grammar_renumbers():
     grammar, _ = schema_to_grammar({"type": "integer"})
-    terminals, nonterminals, rules = [], ["outer"], []
-    symbol = embed_grammar(grammar, terminals, nonterminals, rules)
-    assert nonterminal_index(symbol) == grammar.start + 1 and len(terminals) == len(grammar.terminals)
-    assert all(r.lhs >= 1 for r in rules)
+    builder = GrammarBuilder("", tokamata.Limits())
+    outer = builder.nonterminal("outer")
+    symbol = builder.embed(grammar, "json_", None)
+    builder.add_rule(outer, [symbol])
+    embedded = builder.build(outer)
+    assert nonterminal_index(symbol) == grammar.start + 1 and len(embedded.terminals) == len(grammar.terminals)
+    assert embedded.nonterminals[1:] == tuple("json_" + name for name in grammar.nonterminals)
 
 
 # -- the automata pieces --------------------------------------------------------------------

@@ -8,29 +8,26 @@ Invariants:
   ``\\n \\t \\r \\\\ \\" \\[ \\] \\-`` and exactly 2, 4 or 8 hex digits after ``\\x \\u \\U``.
   Every refusal is :class:`InvalidSyntax` with ``line``, ``column`` (1-based, columns in
   characters) and ``span``, or :class:`Unsupported` (with the same) for negated tokens.
-- Nodes carry their text's offsets (``start``, ``end``) and ``depth``, the groups and postfix
+- The tree is the grammar layer's EBNF tree (:mod:`tokamata.grammar.ebnf`). Nodes carry their
+  text's offsets (``start``, ``end``) and ``depth``, the groups and postfix
   operators inside, checked against ``limits.max_nesting_depth`` as they are built.
 - Characters are code points: a :class:`Literal`'s text has no surrogate, a :class:`Chars`'s
   set is non-empty and has none (valid UTF-8 cannot spell them). Token elements are resolved
-  to exactly one token id while parsing. Counts of counted repetitions are at most
-  ``limits.max_grammar_symbols``.
+  to exactly one token id while parsing. Counts of counted repetitions are bounded where they
+  are lowered (by the builder's symbol budget, ``limits.max_grammar_symbols``).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..automata import charset as cs
-from ..automata import derivatives as d
 from ..errors import InvalidSyntax, LimitExceeded, Unsupported
+from ..grammar.ebnf import UNBOUNDED, Alt, Chars, Literal, Node, Ref, RuleDef, Repeat, Seq, Token
 from ..limits import Limits
 
-__all__ = ["Parser", "Node", "Literal", "Chars", "Ref", "Token", "Seq", "Alt", "Repeat", "RuleDef",
-           "LEAVES", "UNBOUNDED", "options_of", "walk"]
-
-UNBOUNDED = d.UNBOUNDED
+__all__ = ["Parser"]
 
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 _DIGITS = frozenset("0123456789")
@@ -41,61 +38,7 @@ _SURROGATES = (0xD800, 0xDFFF)
 
 
 # ------------------------------------------------------------------------------------ AST
-
-@dataclass(frozen=True, eq=False)  # compared by identity: memo tables key on nodes
-class At:
-    start: int  # offsets of the node's text
-    end: int
-    depth: int  # groups and postfix operators inside
-
-
-@dataclass(frozen=True, eq=False)
-class Literal(At):
-    text: str
-
-
-@dataclass(frozen=True, eq=False)
-class Chars(At):
-    """One character from ``charset`` (a class or ``.``); never empty, surrogates removed."""
-    charset: cs.CharSet
-
-
-@dataclass(frozen=True, eq=False)
-class Ref(At):
-    name: str
-
-
-@dataclass(frozen=True, eq=False)
-class Token(At):
-    ids: tuple[int, ...]
-
-
-@dataclass(frozen=True, eq=False)
-class Seq(At):
-    items: tuple["Node", ...]
-
-
-@dataclass(frozen=True, eq=False)
-class Alt(At):
-    options: tuple["Node", ...]
-
-
-@dataclass(frozen=True, eq=False)
-class Repeat(At):
-    item: "Node"
-    low: int
-    high: int  # UNBOUNDED: no bound
-
-
-Node = Union[Literal, Chars, Ref, Token, Seq, Alt, Repeat]
-LEAVES = (Literal, Chars)
-
-
-@dataclass(frozen=True)
-class RuleDef:
-    name: str
-    body: Node
-    start: int
+# (the node types are the grammar layer's EBNF trees, :mod:`tokamata.grammar.ebnf`)
 
 
 def _sequence(items: list[Node], start: int) -> Node:
@@ -103,10 +46,6 @@ def _sequence(items: list[Node], start: int) -> Node:
         return items[0]
     return Seq(start, items[-1].end if items else start, max((i.depth for i in items), default=0),
                 tuple(items))
-
-
-def options_of(node: Node) -> tuple[Node, ...]:
-    return node.options if isinstance(node, Alt) else (node,)
 
 
 # ---------------------------------------------------------------------------------- parser
@@ -419,10 +358,6 @@ class Parser:
         else:
             raise self.error(f"expecting ',' or '}}', found {self.describe_here()}", self.pos)
         self.pos += 1
-        bound = self.limits.max_grammar_symbols
-        for count in (low, high):
-            if count > bound:
-                raise LimitExceeded("max_grammar_symbols", count, bound)
         if high != UNBOUNDED and high < low:
             raise self.error(f"repetition {{{low},{high}}}: the maximum is below the minimum", at, self.pos)
         return low, high
@@ -446,19 +381,3 @@ def _regroup(node: Node, start: int, end: int) -> Node:
     if isinstance(node, Literal) and not node.text:
         return Seq(start, end, node.depth + 1, ())  # ("")* is fine, unlike ""*
     return node  # a single leaf or reference: parentheses change nothing
-
-
-def walk(node: Node) -> list[Node]:
-    """``node`` and every node under it."""
-    out = []
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        if isinstance(node, Seq):
-            stack.extend(node.items)
-        elif isinstance(node, Alt):
-            stack.extend(node.options)
-        elif isinstance(node, Repeat):
-            stack.append(node.item)
-    return out

@@ -7,6 +7,8 @@ Invariants:
 - Whitespace (space, tab, LF, CR) may appear exactly where RFC 8259 allows it (around every
   structural character and around the value), at most ``max_whitespace`` characters in each
   such place; ``max_whitespace = 0`` is compact JSON.
+- Built through :class:`~tokamata.grammar.builder.GrammarBuilder` (a character-level grammar,
+  checked, within ``limits.max_grammar_symbols``) like every other front end's grammar.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 from ..automata import derivatives as d
 from ..errors import InvalidArgument
 from ..limits import Limits
-from ..grammar.ir import Grammar, Rule, Terminal, nonterminal
+from ..grammar.builder import GrammarBuilder
+from ..grammar.ir import Grammar
 from .regex import parse_regex
 from .regex_lower import lower
 
@@ -49,30 +52,18 @@ def json_grammar(limits: Limits, max_whitespace: int = 0) -> Grammar:
     >>> g.nonterminals[g.start]
     'json'
     """
-    terminals = [
-        Terminal("STRING", lower(parse_regex(STRING_PATTERN, limits))),
-        Terminal("NUMBER", lower(parse_regex(NUMBER_PATTERN, limits))),
-    ]
-    names = ["STRING", "NUMBER"]
+    b = GrammarBuilder("", limits, character_level=True)
+    t = {"STRING": b.terminal("STRING", lower(parse_regex(STRING_PATTERN, limits))),
+         "NUMBER": b.terminal("NUMBER", lower(parse_regex(NUMBER_PATTERN, limits)))}
     for text in ("true", "false", "null", "{", "}", "[", "]", ",", ":"):
-        terminals.append(Terminal(repr(text), _literal(text)))
-        names.append(text)
+        t[text] = b.terminal(repr(text), _literal(text))
+    n = {name: b.nonterminal(name) for name in ("json", "value", "object", "members", "member", "array",
+                                                 "elements")}
     if max_whitespace:
-        space = d.repeat(d.byte_set(d.byte_mask(" \t\n\r")), 1, max_whitespace)
-        terminals.append(Terminal("WS", space))
-        names.append("WS")
-    t = {name: index for index, name in enumerate(names)}
-    nonterminals = ["json", "value", "object", "members", "member", "array", "elements", "ws"]
-    n = {name: nonterminal(index) for index, name in enumerate(nonterminals)}
-    rules: list[Rule] = []
+        n["ws"] = b.nonterminal("ws")
 
-    def rule(lhs: str, *rhs) -> None:
-        symbols = []
-        for item in rhs:
-            if item == "ws" and not max_whitespace:
-                continue
-            symbols.append(n[item] if item in n else t[item])
-        rules.append(Rule(nonterminals.index(lhs), tuple(symbols)))
+    def rule(lhs: str, *rhs: str) -> None:
+        b.add_rule(n[lhs], [n[item] if item in n else t[item] for item in rhs if item != "ws" or max_whitespace])
 
     rule("json", "ws", "value", "ws")
     for option in ("object", "array", "STRING", "NUMBER", "true", "false", "null"):
@@ -88,7 +79,5 @@ def json_grammar(limits: Limits, max_whitespace: int = 0) -> Grammar:
     rule("elements", "elements", "ws", ",", "ws", "value")
     if max_whitespace:
         rule("ws")
-        rule("ws", "WS")
-    else:
-        nonterminals[-1] = "ws (unused)"
-    return Grammar(tuple(terminals), tuple(nonterminals), tuple(rules), 0, (), "")
+        b.add_rule(n["ws"], [b.terminal("WS", d.repeat(d.byte_set(d.byte_mask(" \t\n\r")), 1, max_whitespace))])
+    return b.build(n["json"])

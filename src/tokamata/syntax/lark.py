@@ -33,7 +33,7 @@ Extensions (not Lark syntax):
   seed 000's TEXT_UNTIL. It is one lexeme: any text that does not contain ``X``, followed by
   ``X`` (which ends it the first time it appears). ``answer: "<a>" %text_until "</a>"``.
 - ``%json { ...JSON Schema... }`` in a rule: the sub-grammar of a JSON Schema, embedded with
-  :meth:`~tokamata.syntax.grammar_builder.GrammarBuilder.embed`. The braces are read as JSON
+  :meth:`~tokamata.grammar.builder.GrammarBuilder.embed`. The braces are read as JSON
   (balanced, strings aware). An error of the schema keeps its class and its ``pointer`` into
   the schema, with the line, column and span of the ``%json`` in the grammar.
 - Counted repetition ``item{m}``, ``item{m,}``, ``item{m,n}`` (as ``item ~ m..n``).
@@ -61,9 +61,9 @@ from typing import TYPE_CHECKING
 from ..automata import derivatives as d
 from .regex_lower import lower
 from ..errors import SchemaError, InvalidArgument, InvalidSyntax, LimitExceeded, Unsupported
+from ..grammar.builder import GrammarBuilder
 from ..grammar.ir import Grammar
 from ..limits import Limits
-from .grammar_builder import GrammarBuilder
 from .lark_common import COMMON_TERMINALS, common_terminal
 from .lark_syntax import (UNBOUNDED, Alt, Definition, Ignore, Import, Json, Literal, Node, Range, Ref, Repeat,
                           Seq, Source, Span, Special, TextUntil, parse_statements)
@@ -108,7 +108,9 @@ class _Lowering:
         self.vocab = vocab
         self.limits = limits
         self.registry = registry
-        self.builder = GrammarBuilder(source.text, limits)
+        # Lark has a lexer (%ignore, longest match): its rules must stay rules, so the grammar is
+        # not character-level and the builder merges no rule into a terminal
+        self.builder = GrammarBuilder(source.text, limits, character_level=False)
         self.rules: dict[str, Definition] = {}
         self.terminals: dict[str, _TerminalDef] = {}
         self.exprs: dict[str, d.Expr] = {}

@@ -52,14 +52,14 @@ import json
 from typing import Any, Iterable, Mapping, Optional
 
 from ...errors import SchemaError
-from ...grammar.ir import Grammar, Rule, Terminal, is_terminal, nonterminal, nonterminal_index
+from ...grammar.ir import Grammar
 from ...limits import DEFAULT_LIMITS, Limits
 from .emit import Emitter
 from .expand import Expander
 from .refs import Document, draft_number
 from .report import APPROXIMATIONS, Approximation, Options, Report
 
-__all__ = ["schema_to_grammar", "embed_grammar", "Report", "Approximation", "APPROXIMATIONS"]
+__all__ = ["schema_to_grammar", "Report", "Approximation", "APPROXIMATIONS"]
 
 
 def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: str = "compact",
@@ -112,21 +112,3 @@ def _short(schema: Any) -> str:
         return json.dumps(schema)[:2000]
     except (TypeError, ValueError):
         return ""
-
-
-def embed_grammar(grammar: Grammar, terminals: list[Terminal], nonterminals: list[str], rules: list[Rule],
-                  prefix: str = "json") -> int:
-    """Append ``grammar``'s terminals, nonterminals and rules to the caller's lists (a grammar
-    being built, e.g. for lark's ``%json {...}``), renumbering symbols and prefixing names,
-    and return the symbol (``nonterminal(j)``) of its start rule. Ignored terminals of
-    ``grammar`` are not carried over (schema grammars have none)."""
-    term_base = len(terminals)
-    nt_base = len(nonterminals)
-    terminals.extend(Terminal(f"{prefix}_{t.name}", t.expr, t.token_ids, t.origin) for t in grammar.terminals)
-    nonterminals.extend(f"{prefix}_{name}" for name in grammar.nonterminals)
-
-    def move(symbol: int) -> int:
-        return symbol + term_base if is_terminal(symbol) else nonterminal(nonterminal_index(symbol) + nt_base)
-
-    rules.extend(Rule(r.lhs + nt_base, tuple(move(s) for s in r.rhs), r.origin) for r in grammar.rules)
-    return nonterminal(grammar.start + nt_base)

@@ -22,8 +22,11 @@ Invariants:
   other case raises :class:`Unsupported` naming ``uniqueItems`` and its schema's pointer,
   or, when ``approximate`` names it, is reported and emitted without the check.
 - Depth matters only for ``pretty`` (indentation); elsewhere every member is at depth 0.
-- Rules whose symbols derive nothing (empty schemas) are pruned before ``check_grammar``; an
-  empty start symbol is a :class:`SchemaError` (the schema allows no value).
+- Every terminal, nonterminal and rule goes through one
+  :class:`~tokamata.grammar.builder.GrammarBuilder` (character-level, unproductive rules
+  expected), which counts the grammar's size; rules whose symbols derive nothing (empty
+  schemas) are dropped by its dead-rule pass before ``check_grammar``; an empty start symbol
+  is a :class:`SchemaError` (the schema allows no value).
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ from __future__ import annotations
 from ...automata import boolean
 
 from ...automata import derivatives as d
-from ...errors import LimitExceeded, SchemaError, Unsupported
-from ...grammar.ir import (Grammar, Rule, Terminal, check_grammar, is_terminal, nonterminal, nonterminal_index,
-                           rules_core)
+from ...errors import SchemaError, Unsupported
+from ...grammar.builder import GrammarBuilder
+from ...grammar.ir import Grammar
 from ...limits import Limits
 from . import lexemes as lx
 from . import numbers as nm
@@ -60,11 +63,9 @@ class Emitter:
         self.limits = limits
         self.report = report
         self.layout = lx.Layout(options.whitespace, options.indent, options.max_whitespace)
-        self.terminals: list[Terminal] = []
-        self._terminal_index: dict[int, int] = {}
-        self.nonterminals: list[str] = []
-        self.rules: list[Rule] = []
-        self._size = 0
+        # generated rules may mention schemas that allow no value: dropping their rules is
+        # expected, not a mistake to report
+        self.builder = GrammarBuilder("", limits, character_level=True, drop_unproductive=True)
         self._values: dict[tuple[Conj, int], int] = {}
         self._pending: list[tuple[Conj, int, int]] = []
         self._states: dict[tuple, int] = {}
@@ -73,21 +74,13 @@ class Emitter:
 
     # -- building blocks --------------------------------------------------------------------
     def terminal(self, expr: d.Expr, name: str) -> int:
-        index = self._terminal_index.get(expr.id)
-        if index is None:
-            index = self._terminal_index[expr.id] = len(self.terminals)
-            self.terminals.append(Terminal(f"{name}_{index}", expr))
-        return index
+        return self.builder.terminal(name, expr, None, True)
 
     def nonterminal(self, name: str) -> int:
-        self.nonterminals.append(f"{name}_{len(self.nonterminals)}")
-        return nonterminal(len(self.nonterminals) - 1)
+        return self.builder.numbered(name)
 
     def rule(self, lhs: int, rhs: list[int]) -> None:
-        self._size += len(rhs) + 1
-        if self._size > self.limits.max_grammar_symbols:
-            raise LimitExceeded("max_grammar_symbols", self._size, self.limits.max_grammar_symbols)
-        self.rules.append(Rule(nonterminal_index(lhs), tuple(rhs)))
+        self.builder.add_rule(lhs, rhs)
 
     def value(self, conj: Conj, depth: int) -> int:
         if not self.layout.depth_dependent:
@@ -193,8 +186,7 @@ class Emitter:
                 if outside is not d.NOTHING:
                     split.append((outside, have, met))
             parts = split
-            if len(parts) > _MAX_REGIONS:
-                raise LimitExceeded("max_grammar_symbols", len(parts), _MAX_REGIONS)
+            self.builder.check_count(len(parts), _MAX_REGIONS)
         merged: dict[tuple, d.Expr] = {}
         for region, conj, met in parts:
             if region is d.NOTHING or FALSE_TERM in conj:
@@ -313,8 +305,7 @@ class Emitter:
         exact = low > 0 or bool(witnesses)
         remembered = len(members) if exact else sum(1 for m in members if m[2])
         if self.options.property_order == "any":
-            if 2 ** remembered > _MAX_ORDER_STATES:
-                raise LimitExceeded("max_grammar_symbols", 2 ** remembered, _MAX_ORDER_STATES)
+            self.builder.check_count(2 ** remembered, _MAX_ORDER_STATES)
             self.rule(lhs, [any_order_state(frozenset(), 0, frozenset())])
         else:
             self.rule(lhs, [declared_state(0, 0, frozenset())])
@@ -438,7 +429,7 @@ class Emitter:
                     if after not in seen:
                         seen.add(after)
                         frontier.append(after)
-            if self._size + size > self.limits.max_grammar_symbols:
+            if not self.builder.fits(size):
                 reason = f"{len(seen)} sets of used item values need more than Limits.max_grammar_symbols"
         if reason is not None:
             if "uniqueItems" not in self.options.approximate:
@@ -471,14 +462,5 @@ class Emitter:
 
     # -- finishing --------------------------------------------------------------------------
     def _finish(self, start: int, source: str) -> Grammar:
-        grammar = Grammar(tuple(self.terminals), tuple(self.nonterminals), tuple(self.rules), nonterminal_index(start),
-                          (), source)
-        productive = rules_core(grammar).productive()  # (kept on the grammar for check_grammar)
-        if not productive[nonterminal_index(start)]:
-            raise SchemaError("the schema allows no JSON value", pointer="")
-        if 0 in productive:
-            rules = tuple(r for r in self.rules
-                          if productive[r.lhs] and all(is_terminal(s) or productive[nonterminal_index(s)] for s in r.rhs))
-            grammar = Grammar(grammar.terminals, grammar.nonterminals, rules, grammar.start, (), source)
-        return check_grammar(grammar, self.limits)
-
+        self.builder.source = source
+        return self.builder.build(start, SchemaError("the schema allows no JSON value", pointer=""))
