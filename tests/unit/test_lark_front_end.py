@@ -25,7 +25,7 @@ from tokamata.automata import derivatives as d
 from tokamata.errors import InvalidArgument, InvalidSyntax, LimitExceeded, TokamataError, Unsupported
 from tokamata.grammar.ir import Grammar, is_terminal, nonterminal_index
 from tokamata.limits import Limits
-from tokamata.syntax.grammar_builder import GrammarBuilder
+from tokamata.grammar.builder import GrammarBuilder
 from tokamata.syntax.lark import parse_lark
 from tokamata.syntax.lark_common import COMMON_TERMINALS, common_terminal
 from tokamata.syntax.lark_syntax import Source, decode_literal

@@ -83,10 +83,23 @@ def drop_dead_rules(grammar: Grammar, drop_unproductive: bool) -> Grammar:
         nonterminal_map.append(len(nonterminals))
         if reachable[index]:
             nonterminals.append(name)
-    moved = tuple(Rule(nonterminal_map[rule.lhs],
-                       tuple(terminal_map[s] if s >= 0 else -nonterminal_map[-s - 1] - 1 for s in rule.rhs),
-                       rule.origin)
-                  for rule in rules)
-    return Grammar(tuple(terminals), tuple(nonterminals), moved, nonterminal_map[grammar.start],
+    # symbols below the first dropped terminal and nonterminal keep their numbers: a rule that
+    # mentions only those is kept as it is (max and min run in C; most rules are such)
+    terminal_cut = used_terminals.index(False) if False in used_terminals else len(used_terminals)
+    nonterminal_cut = len(grammar.nonterminals)
+    for index in range(len(grammar.nonterminals)):
+        if not reachable[index]:
+            nonterminal_cut = index
+            break
+    moved = []
+    for rule in rules:
+        rhs = rule.rhs
+        if rule.lhs < nonterminal_cut and (not rhs or (max(rhs) < terminal_cut and min(rhs) >= -nonterminal_cut)):
+            moved.append(rule)
+        else:
+            moved.append(Rule(nonterminal_map[rule.lhs],
+                              tuple([terminal_map[s] if s >= 0 else -nonterminal_map[-s - 1] - 1 for s in rhs]),
+                              rule.origin))
+    return Grammar(tuple(terminals), tuple(nonterminals), tuple(moved), nonterminal_map[grammar.start],
                    tuple(terminal_map[i] for i in grammar.ignore), grammar.source)
 
