@@ -55,10 +55,11 @@ def drop_dead_rules(grammar: Grammar, drop_unproductive: bool) -> Grammar:
     reachable = core.reachable(grammar.start, productive)
     rules = grammar.rules
     if 0 in productive:
+        unproductive = {-index - 1 for index in range(len(grammar.nonterminals)) if not productive[index]}
         live = []
         for rule in rules:
             if reachable[rule.lhs]:
-                if all(s >= 0 or productive[-s - 1] for s in rule.rhs):
+                if unproductive.isdisjoint(rule.rhs):
                     live.append(rule)
                 elif not drop_unproductive:
                     return grammar  # a mistake: check_grammar reports it where it was written
