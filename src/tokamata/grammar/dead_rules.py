@@ -25,7 +25,7 @@ What it does not do: report errors (``check_grammar`` does), or merge anything.
 
 from __future__ import annotations
 
-from .ir import Grammar, Rule, rules_core
+from .ir import Grammar, Rule, Terminal, rules_core
 
 __all__ = ["drop_dead_rules", "start_is_productive"]
 
@@ -73,13 +73,13 @@ def drop_dead_rules(grammar: Grammar, drop_unproductive: bool) -> Grammar:
     if rules is grammar.rules and all(used_terminals):
         return grammar
     terminal_map: list[int] = []
-    terminals = []
+    terminals: list[Terminal] = []
     for index, used in enumerate(used_terminals):
         terminal_map.append(len(terminals))
         if used:
             terminals.append(grammar.terminals[index])
     nonterminal_map: list[int] = []
-    nonterminals = []
+    nonterminals: list[str] = []
     for index, name in enumerate(grammar.nonterminals):
         nonterminal_map.append(len(nonterminals))
         if reachable[index]:

@@ -294,7 +294,7 @@ class RegularRules:
     def sequence_symbols(self, items: tuple[Node, ...]) -> list[int]:
         out: list[int] = []
         run: list[Node] = []
-        for item in items + (None,):  # type: ignore[operator]
+        for item in items + (None,):
             if item is not None and self.mergeable(item):
                 run.append(item)
                 continue
