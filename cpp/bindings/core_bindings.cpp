@@ -68,19 +68,10 @@ std::shared_ptr<RegexCore> make_native_core(std::shared_ptr<TokenTrie> trie, std
                                             std::shared_ptr<DerivativeDfa> lexer, I32Array eos_ids,
                                             int32_t max_states, std::shared_ptr<TokenSlices> slices) {
   if (slices && &slices->full() != trie.get()) throw nb::value_error("slices were built over another trie");
-  nb::gil_scoped_release release;
-  auto slot = std::make_shared<LazyDfa*>(nullptr);
-  LazyDfa::Expander expander = [lexer, slot](int32_t s, int32_t c) { lexer->expand(**slot, s, c); };
-  auto dfa = std::make_unique<LazyDfa>(lexer->class_map(), lexer->num_classes(), max_states, expander);
-  *slot = dfa.get();
-  dfa->set_key_function([lexer](int32_t s) { return lexer->key(s); });
-  const std::vector<uint8_t> flags = lexer->accepting_from(0);
-  const std::vector<int64_t> keys(flags.size(), kKeyLater);
-  dfa->add_states(flags.data(), keys.data(), static_cast<int32_t>(flags.size()));
   std::vector<int32_t> eos(eos_ids.data(), eos_ids.data() + eos_ids.shape(0));
-  std::function<int32_t(int32_t)> text_depth = [lexer](int32_t s) { return lexer->text_depth(s); };
-  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos),
-                                     std::move(slices), std::move(text_depth));
+  nb::gil_scoped_release release;
+  return regex_core_over(std::move(trie), std::move(shared), std::move(lexer), std::move(eos), max_states,
+                         std::move(slices));
 }
 
 // Runs `f` under the arena's mutex (callers have dropped the GIL; see expr_arena.hpp).

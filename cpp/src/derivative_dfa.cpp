@@ -1,5 +1,6 @@
 // See derivative_dfa.hpp for the invariants; mirrors automata/dfa.py's LazyByteDfa.
 #include "tokamata/derivative_dfa.hpp"
+#include "tokamata/token_slices.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -181,6 +182,23 @@ std::vector<uint8_t> DerivativeDfa::accepting_from(int32_t first) {
     flags.push_back(arena_->nullable(nodes_[s]) ? 1 : 0);
   }
   return flags;
+}
+
+std::shared_ptr<RegexCore> regex_core_over(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
+                                           std::shared_ptr<DerivativeDfa> lexer, std::vector<int32_t> eos_ids,
+                                           int32_t max_states, std::shared_ptr<const TokenSlices> slices) {
+  if (slices && &slices->full() != trie.get()) throw std::invalid_argument("slices were built over another trie");
+  auto slot = std::make_shared<LazyDfa*>(nullptr);
+  LazyDfa::Expander expander = [lexer, slot](int32_t s, int32_t c) { lexer->expand(**slot, s, c); };
+  auto dfa = std::make_unique<LazyDfa>(lexer->class_map(), lexer->num_classes(), max_states, expander);
+  *slot = dfa.get();
+  dfa->set_key_function([lexer](int32_t s) { return lexer->key(s); });
+  const std::vector<uint8_t> flags = lexer->accepting_from(0);
+  const std::vector<int64_t> keys(flags.size(), kKeyLater);
+  dfa->add_states(flags.data(), keys.data(), static_cast<int32_t>(flags.size()));
+  std::function<int32_t(int32_t)> text_depth = [lexer](int32_t s) { return lexer->text_depth(s); };
+  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos_ids),
+                                     std::move(slices), std::move(text_depth));
 }
 
 }  // namespace tokamata

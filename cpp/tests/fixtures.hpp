@@ -61,23 +61,13 @@ inline std::vector<int32_t> every_byte_class() {
   return starts;
 }
 
-// cpp/bindings/core_bindings.cpp: make_native_core, without the GIL handling and the slices.
+// The core the bindings' native_regex_core builds (derivative_dfa.hpp: regex_core_over), without slices.
 inline std::shared_ptr<tokamata::RegexCore> make_native_core(std::shared_ptr<const tokamata::TokenTrie> trie,
                                                              std::shared_ptr<tokamata::SharedRowCache> shared,
                                                              std::shared_ptr<tokamata::DerivativeDfa> lexer,
                                                              std::vector<int32_t> eos_ids, int32_t max_states) {
-  using namespace tokamata;
-  auto slot = std::make_shared<LazyDfa*>(nullptr);
-  LazyDfa::Expander expander = [lexer, slot](int32_t s, int32_t c) { lexer->expand(**slot, s, c); };
-  auto dfa = std::make_unique<LazyDfa>(lexer->class_map(), lexer->num_classes(), max_states, expander);
-  *slot = dfa.get();
-  dfa->set_key_function([lexer](int32_t s) { return lexer->key(s); });
-  const std::vector<uint8_t> flags = lexer->accepting_from(0);
-  const std::vector<int64_t> keys(flags.size(), kKeyLater);
-  dfa->add_states(flags.data(), keys.data(), static_cast<int32_t>(flags.size()));
-  std::function<int32_t(int32_t)> text_depth = [lexer](int32_t s) { return lexer->text_depth(s); };
-  return std::make_shared<RegexCore>(std::move(trie), std::move(shared), std::move(dfa), std::move(eos_ids), nullptr,
-                                     std::move(text_depth));
+  return tokamata::regex_core_over(std::move(trie), std::move(shared), std::move(lexer), std::move(eos_ids),
+                                   max_states);
 }
 
 // A DerivativeDfa over `arena` with one class per byte and `node` as state 0.

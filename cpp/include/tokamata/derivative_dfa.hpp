@@ -81,4 +81,12 @@ class DerivativeDfa {
   std::unordered_map<int32_t, int32_t> index_;  // node -> state
 };
 
+// A constraint's RegexCore over the native lexer `lexer`: its LazyDfa expands through
+// lexer->expand, keys and text depths come from the lexer, and the states the lexer already
+// has are registered (accepting flags, keys computed later). `slices` (optional) must be built
+// over `trie` (std::invalid_argument otherwise). No callback into Python.
+std::shared_ptr<RegexCore> regex_core_over(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
+                                           std::shared_ptr<DerivativeDfa> lexer, std::vector<int32_t> eos_ids,
+                                           int32_t max_states, std::shared_ptr<const TokenSlices> slices = nullptr);
+
 }  // namespace tokamata
