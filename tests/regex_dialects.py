@@ -112,21 +112,21 @@ def _parsed(pattern: str):
     return tree, flags
 
 
-def to_gbnf(pattern: str) -> str | None:
-    """``root ::= ...`` matching exactly what ``re.fullmatch(pattern, s)`` matches, or None."""
+def _spelled(pattern: str, dialect: str) -> str | None:
     try:
         tree, flags = _parsed(pattern)
-        body = _translate(list(tree), flags, "gbnf")
+        return _translate(list(tree), flags, dialect)
     except _Untranslatable:
         return None
-    return f"root ::= {body or chr(34) * 2}"
+
+
+def to_gbnf(pattern: str) -> str | None:
+    """``root ::= ...`` matching exactly what ``re.fullmatch(pattern, s)`` matches, or None."""
+    body = _spelled(pattern, "gbnf")
+    return None if body is None else f"root ::= {body or chr(34) * 2}"
 
 
 def to_ecma(pattern: str) -> str | None:
     """An anchored ECMA-262 pattern matching exactly what ``re.fullmatch`` matches, or None."""
-    try:
-        tree, flags = _parsed(pattern)
-        body = _translate(list(tree), flags, "ecma")
-    except _Untranslatable:
-        return None
-    return f"^(?:{body})$"
+    body = _spelled(pattern, "ecma")
+    return None if body is None else f"^(?:{body})$"
