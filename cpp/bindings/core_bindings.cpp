@@ -81,6 +81,21 @@ auto locked(ExprArena& arena, F f) {
   return f();
 }
 
+// Sets the arena's emptiness-search budget for one call (under its mutex), then restores it.
+class BudgetScope {
+ public:
+  BudgetScope(ExprArena& arena, int64_t budget) : arena_(arena), saved_(arena.search_budget()) {
+    arena_.set_search_budget(budget);
+  }
+  ~BudgetScope() { arena_.set_search_budget(saved_); }
+  BudgetScope(const BudgetScope&) = delete;
+  BudgetScope& operator=(const BudgetScope&) = delete;
+
+ private:
+  ExprArena& arena_;
+  int64_t saved_;
+};
+
 void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
   if (index < 0 || index >= static_cast<int64_t>(bitmask.shape(0))) throw nb::index_error("bitmask row index out of range");
   if (static_cast<int64_t>(bitmask.shape(1)) < m.constraint().num_words()) throw nb::value_error("bitmask too narrow");
@@ -258,6 +273,21 @@ NB_MODULE(_core, m) {
       .def("set_search_budget", [](ExprArena& a, int64_t budget) {
         return locked(a, [&] { a.set_search_budget(budget); });
       }, "budget"_a, Release())
+      // The smart constructors of boolean.py decide emptiness here: the node of the
+      // intersection / difference (0: NOTHING), searched within `budget` product states.
+      .def("intersection", [](ExprArena& a, I32Array members, int64_t budget) {
+        return locked(a, [&] {
+          for (size_t i = 0; i < members.shape(0); ++i) a.check(members.data()[i]);
+          BudgetScope scope(a, budget);
+          return a.intersection(members.data(), members.shape(0));
+        });
+      }, "members"_a, "budget"_a, Release())
+      .def("difference", [](ExprArena& a, int32_t first, int32_t second, int64_t budget) {
+        return locked(a, [&] {
+          BudgetScope scope(a, budget);
+          return a.difference(a.check(first), a.check(second));
+        });
+      }, "first"_a, "second"_a, "budget"_a, Release())
       .def("derivative", [](ExprArena& a, int32_t node, int32_t byte) {
         return locked(a, [&] { return a.derivative(node, byte); });
       }, "node"_a, "byte"_a, Release())

@@ -96,7 +96,7 @@ def test_an_empty_language_raises_the_front_ends_error() -> None:
     s = b.nonterminal("s")
     b.add_rule(s, [s])
     with pytest.raises(tokamata.SchemaError, match="no value"):
-        b.build(s, tokamata.SchemaError("no value", pointer=""))
+        b.build(s, lambda: tokamata.SchemaError("no value", pointer=""))
     g = Grammar((), ("s",), (Rule(0, (-1,)),), 0)
     assert not start_is_productive(g)
 

@@ -22,6 +22,7 @@ from tokamata.automata import derivatives as d
 from tokamata.automata import native
 from tokamata.automata.dfa import DEAD, LazyByteDfa, global_class_starts
 from tokamata.grammar.lexer import untagged
+from tokamata.errors import LimitExceeded
 from tokamata.limits import Limits
 from tokamata.automata.analysis import UNLIMITED, text_depth
 
@@ -110,6 +111,28 @@ def _leaf_cuts_from_scratch(node: d.Expr) -> int:
     for child in children:
         found |= _leaf_cuts_from_scratch(child)
     return found
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(_TERMINALS, _TERMINALS)
+def test_native_emptiness_decisions_agree_with_the_python_search(left, right):
+    # the smart constructors decide emptiness in the arena; the Python product search is
+    # the oracle (over the raw members: the constructors' normalizations keep the language)
+    members = tuple(left + right)
+    assert (boolean.intersection(*members) is not d.NOTHING) == boolean.reference_non_empty(d.Kind.AND, members)
+    first, second = d.alternation(*left), d.alternation(*right)
+    assert (boolean.difference(first, second) is not d.NOTHING) == \
+        boolean.reference_non_empty(d.Kind.DIFF, (first, second))
+
+
+def test_native_emptiness_search_honours_the_callers_budget():
+    big = d.repeat(d.byte_set(1 << 97), 0, 5000)
+    with pytest.raises(LimitExceeded) as caught:
+        boolean.intersection(big, d.concat(d.repeat(d.byte_set(1 << 97), 0, d.UNBOUNDED), d.byte_set(1 << 98)),
+                             limits=Limits(max_dfa_states=10))
+    assert (caught.value.limit, caught.value.bound) == ("max_dfa_states", 10)
+    # the default budget is back for the next search
+    assert boolean.intersection(big, d.repeat(d.byte_set(1 << 97), 3, 3)) is not d.NOTHING
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

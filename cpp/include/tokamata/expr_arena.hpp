@@ -71,6 +71,7 @@ class ExprArena {
   std::recursive_mutex& mutex() { return mutex_; }
   // Product states an intersection/difference emptiness search may visit (Limits.max_dfa_states).
   void set_search_budget(int64_t budget) { search_budget_ = budget; }
+  int64_t search_budget() const { return search_budget_; }
 
   // Imports nodes given as int32 records in post-order; returns the id of each record. A
   // reference to a child is an arena id (>= 0) or -1 - i for the i-th record of this batch.

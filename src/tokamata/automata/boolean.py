@@ -3,11 +3,12 @@
 Invariants:
 - AND (n-ary intersection) and DIFF (``first`` minus ``second``) keep the invariant of
   :mod:`.derivatives` that every node other than NOTHING is non-empty: their smart
-  constructors decide emptiness by a depth-first search of the product of the members'
-  derivatives (pairs/tuples of interned nodes, never built as nodes), bounded by
-  ``Limits.max_dfa_states`` explored states. Results are cached: a search that finds an
-  accepting state proves every state on its path non-empty, a search that fails proves every
-  state it visited empty. Derivatives are pointwise (``d(A & B) = dA & dB``,
+  constructors decide emptiness in the native arena (:mod:`.native`: the members are
+  imported, and C++ searches the product of their derivatives depth-first, bounded by
+  ``Limits.max_dfa_states`` explored states), the one derivative engine of production.
+  Decisions are cached per (kind, members) here too. :func:`reference_non_empty` is the same
+  search over this module's Python derivatives: the test oracle for the native one (it
+  caches nothing). Derivatives are pointwise (``d(A & B) = dA & dB``,
   ``d(A - B) = dA - dB``), so the derivatives of an AND/DIFF node are tuples of derivatives
   of its members: finitely many.
 - DECMOD is a leaf: decimal digit strings with at most one ".", whose value is a multiple of
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 from typing import Dict
 
+import numpy as np
+
 from ..caches import register_process_cache
 
 from .derivatives import (NOTHING, Expr, Kind, alternation, byte_set, cuts, derivative, describe, intern_node,
@@ -34,7 +37,7 @@ from .derivatives import (NOTHING, Expr, Kind, alternation, byte_set, cuts, deri
 
 _AND, _ALT, _CONCAT, _DECMOD, _DIFF = Kind.AND, Kind.ALT, Kind.CONCAT, Kind.DECMOD, Kind.DIFF
 
-__all__ = ["intersection", "difference", "decimal_multiple"]
+__all__ = ["intersection", "difference", "decimal_multiple", "reference_non_empty"]
 
 _DIGIT_MARKERS = tuple(byte_set(1 << b) for b in range(0x30, 0x3A)) + (byte_set(1 << 0x2E),)
 _emptiness: Dict[tuple, bool] = {}  # (kind, members) -> True when the language is non-empty
@@ -157,10 +160,10 @@ def _accepts(kind: int, members: tuple) -> bool:
 
 
 def _non_empty(kind: int, members: tuple, limits) -> bool:
-    """Whether the AND/DIFF of ``members`` matches some string (cached)."""
-    key = (kind, members)
+    """Whether the AND/DIFF of ``members`` matches some string (decided natively, cached)."""
     if is_interned(kind, members):
         return True
+    key = (kind, members)
     known = _emptiness.get(key)
     if known is not None:
         return known
@@ -168,15 +171,32 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
         _emptiness[key] = True  # longer strings than the subtrahend has are left over
         return True
     from ..limits import DEFAULT_LIMITS
+    from . import native
+
     budget = (limits or DEFAULT_LIMITS).max_dfa_states
-    visited = {key}
-    path: list = []  # stack of (key, members, remaining representative bytes)
+    bridge = native.bridge()
+    if kind == _AND:
+        ids = np.fromiter([bridge.to_arena(m) for m in members], dtype=np.int32, count=len(members))
+        found = bridge.arena.intersection(ids, budget) != 0
+    else:
+        found = bridge.arena.difference(bridge.to_arena(members[0]), bridge.to_arena(members[1]), budget) != 0
+    _emptiness[key] = found
+    return found
+
+
+def reference_non_empty(kind: int, members: tuple, limits=None) -> bool:
+    """Whether the AND (``kind == Kind.AND``) or DIFF of ``members`` matches some string, by a
+    depth-first search of the product of their Python derivatives (the oracle of the native
+    search; raises :class:`LimitExceeded` past ``limits.max_dfa_states`` states)."""
+    from ..limits import DEFAULT_LIMITS
+    budget = (limits or DEFAULT_LIMITS).max_dfa_states
+    key = (kind, members)
     if _accepts(kind, members):
-        _emptiness[key] = True
         return True
-    path.append((key, members, _representatives(members)))
+    visited = {key}
+    path: list = [(members, _representatives(members))]  # stack of (members, remaining bytes)
     while path:
-        _, state, pending = path[-1]
+        state, pending = path[-1]
         if not pending:
             path.pop()
             continue
@@ -187,19 +207,13 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
         nkey = (kind, nxt)
         if nkey in visited:
             continue
-        if _emptiness.get(nkey) is False:
-            continue
-        if _emptiness.get(nkey) or is_interned(kind, nxt) or _accepts(kind, nxt):
-            for entry in path:
-                _emptiness[entry[0]] = True
+        if _accepts(kind, nxt):
             return True
         visited.add(nkey)
         if len(visited) > budget:
             from ..errors import LimitExceeded
             raise LimitExceeded("max_dfa_states", len(visited), budget)
-        path.append((nkey, nxt, _representatives(nxt)))
-    for seen in visited:
-        _emptiness[seen] = False
+        path.append((nxt, _representatives(nxt)))
     return False
 
 

@@ -35,7 +35,7 @@ What it does not do: parse text, or report undefined names (the front end's job)
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..automata import derivatives as d
 from ..errors import LimitExceeded, TokamataError, Unsupported
@@ -288,11 +288,11 @@ class GrammarBuilder:
 
     # ---------------------------------------------------------------------------- result
 
-    def build(self, start: int | str, empty_language: TokamataError | None = None) -> Grammar:
+    def build(self, start: int | str, empty_language: Callable[[], TokamataError] | None = None) -> Grammar:
         """The checked grammar with start symbol ``start`` (a nonterminal symbol, or the name of
         a rule given to :meth:`define`): definitions lowered, dead rules dropped, then
         :func:`~tokamata.grammar.ir.check_grammar`. ``empty_language`` is raised when the start
-        symbol derives nothing (else ``check_grammar``'s :class:`InvalidSyntax`)."""
+        symbol derives nothing (made only then; else ``check_grammar``'s :class:`InvalidSyntax`)."""
         if isinstance(start, str):
             start = RegularRules(self, self._definitions, self.inlining, self.origin_of).lower(start)
         for expr, name, origin, span in self._embedded_ignores:
@@ -304,5 +304,5 @@ class GrammarBuilder:
         grammar = Grammar(tuple(self._terminals), tuple(self._nonterminals), tuple(self._rules),
                           nonterminal_index(start), tuple(self._ignore), self.source)
         if empty_language is not None and not start_is_productive(grammar):
-            raise empty_language
+            raise empty_language()
         return check_grammar(drop_dead_rules(grammar, self.drop_unproductive), self.limits)

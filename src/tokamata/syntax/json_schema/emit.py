@@ -463,4 +463,8 @@ class Emitter:
     # -- finishing --------------------------------------------------------------------------
     def _finish(self, start: int, source: str) -> Grammar:
         self.builder.source = source
-        return self.builder.build(start, SchemaError("the schema allows no JSON value", pointer=""))
+        return self.builder.build(start, _no_value)
+
+
+def _no_value() -> SchemaError:
+    return SchemaError("the schema allows no JSON value", pointer="")
