@@ -1,14 +1,20 @@
 """Bounds on everything that can blow up while compiling or decoding.
 
-Invariant: every loop whose length depends on user input checks one of these fields and
-raises :class:`tokamata.LimitExceeded` naming the field and the value reached. Defaults are
-generous for real constraints and stop pathological ones (``(a|b)*a(a|b){30}``) in well
-under a second.
+Invariants:
+- every loop whose length depends on user input checks one of these fields and raises
+  :class:`tokamata.LimitExceeded` naming the field and the value reached. Defaults are
+  generous for real constraints and stop pathological ones (``(a|b)*a(a|b){30}``) in well
+  under a second.
+- every field holds a value the C++ core can hold: an ``int`` field is an ``int`` (not a
+  ``bool``) in ``[1, 2**31 - 1]``, a ``float`` field a finite positive number; anything else
+  raises :class:`tokamata.InvalidArgument` naming the field, when the ``Limits`` is made.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import operator
+from dataclasses import dataclass, fields
 
 from .errors import InvalidArgument
 
@@ -50,10 +56,43 @@ class Limits:
     #: simultaneous (parser, lexer) configurations one matcher tracks (lexing ambiguity)
     max_lexer_configurations: int = 1_000
 
+    # vocabulary readers
+    #: token ids a vocabulary may have (its largest id plus one, and its ``size``), checked
+    #: before anything of that length is allocated
+    max_vocab_size: int = 4_000_000
+    #: bytes read from a ``tokenizer.json`` or its config files (128 MiB: the largest real
+    #: ones are near 35 MB; parsed JSON takes many times its size in memory). A GGUF file is
+    #: mapped, not read: the counts and lengths in its header are checked against its size
+    max_file_bytes: int = 1 << 27
+
     def __post_init__(self) -> None:
-        for name, value in self.__dict__.items():
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise InvalidArgument(f"Limits.{name} must be a positive number, got {value!r}")
+        for field in fields(self):
+            _check_field(self, field.name, field.type, getattr(self, field.name))
+
+
+#: the largest value of an ``int`` field: what the C++ core holds in an ``int32``
+MAX_INT_LIMIT = 2**31 - 1
+
+
+def _check_field(limits: Limits, name: str, kind: object, value: object) -> None:
+    """Raise :class:`InvalidArgument` unless ``value`` suits the field; an ``int`` field given
+    another integer type (``numpy.int64``) is stored as an ``int``."""
+    if kind in (int, "int"):
+        try:
+            number = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            number = None
+        if number is None or isinstance(value, bool):
+            raise InvalidArgument(f"Limits.{name} must be an int, got {value!r}")
+        if not 1 <= number <= MAX_INT_LIMIT:
+            raise InvalidArgument(f"Limits.{name} must be in [1, {MAX_INT_LIMIT}], got {value!r}")
+        if type(value) is not int:
+            object.__setattr__(limits, name, number)
+    else:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidArgument(f"Limits.{name} must be a number, got {value!r}")
+        if not (math.isfinite(value) and value > 0):
+            raise InvalidArgument(f"Limits.{name} must be a finite positive number, got {value!r}")
 
 
 DEFAULT_LIMITS = Limits()
