@@ -11,6 +11,14 @@ Invariants:
 - Only the metadata key/value section is read (no tensor data), through a read-only ``mmap``;
   versions 2 and 3, either byte order. A truncated or corrupt section raises
   :class:`VocabularyError`, never ``struct.error`` or ``IndexError``.
+- A hostile header cannot make the reader allocate or loop past the file: every count and
+  length read from it is checked against the bytes left in the file before it is used (each
+  array element takes at least one byte, each string its 8-byte length); arrays of arrays are
+  walked with an explicit stack, never by recursion, nested at most
+  ``Limits.max_nesting_depth`` deep (:class:`LimitExceeded`); and a vocabulary of more than
+  ``Limits.max_vocab_size`` tokens is :class:`LimitExceeded`. The values of the tokenizer keys
+  must have their GGUF types (a list of strings for the tokens, of integers for the types, an
+  integer id), else :class:`VocabularyError`.
 - ``tokenizer.ggml.model`` ``"gpt2"`` is byte-level BPE: a normal token is spelled in GPT-2's
   byte-to-unicode alphabet, the same spelling as in the Hugging Face ``tokenizer.json`` it was
   converted from (:func:`tokamata.vocab.huggingface.byte_level_decode`). ``"llama"``,
@@ -34,9 +42,10 @@ import mmap
 import os
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
-from ..errors import VocabularyError
+from ..errors import LimitExceeded, VocabularyError
+from ..limits import DEFAULT_LIMITS, Limits
 from .huggingface import BYTE_FALLBACK_TOKEN, byte_level_decode
 from .vocabulary import (KIND_BYTE_LEVEL, KIND_SENTENCEPIECE, WELL_KNOWN_EOS_NAMES, Vocabulary,
                          register_reader)
@@ -61,17 +70,27 @@ _WELL_KNOWN_EOS_BYTES = frozenset(name.encode("utf-8") for name in WELL_KNOWN_EO
 
 
 def read_gguf(cls: type[Vocabulary], path: str | os.PathLike[str], *,
-              size: int | None = None) -> Vocabulary:
+              size: int | None = None, limits: Limits | None = None) -> Vocabulary:
     """``cls`` from the tokenizer metadata of a GGUF file: the body of ``Vocabulary.from_gguf``
     (see its docstring)."""
+    if limits is None:
+        limits = DEFAULT_LIMITS
+    elif not isinstance(limits, Limits):
+        raise VocabularyError(f"limits must be a tokamata.Limits, got {type(limits).__name__}")
     file = os.fspath(path)
-    meta = read_metadata(file, TOKENIZER_KEYS)
+    meta = read_metadata(file, TOKENIZER_KEYS, limits)
     label = os.path.basename(file)
     model = meta.get("tokenizer.ggml.model")
     tokens = meta.get("tokenizer.ggml.tokens")
-    if not isinstance(model, str) or not isinstance(tokens, list):
+    if model is None or tokens is None:
         raise VocabularyError(f"{file!r} has no tokenizer metadata "
                               "(tokenizer.ggml.model / tokenizer.ggml.tokens)")
+    if not isinstance(model, str):
+        raise VocabularyError(f"{file!r}: tokenizer.ggml.model is not a string")
+    if not isinstance(tokens, list) or not all(type(t) is bytes for t in tokens):
+        raise VocabularyError(f"{file!r}: tokenizer.ggml.tokens is not an array of strings")
+    if len(tokens) > limits.max_vocab_size:
+        raise LimitExceeded("max_vocab_size", len(tokens), limits.max_vocab_size)
     if model == "gpt2":
         kind = KIND_BYTE_LEVEL
         add_prefix_space = False
@@ -87,6 +106,8 @@ def read_gguf(cls: type[Vocabulary], path: str | os.PathLike[str], *,
     types = meta.get("tokenizer.ggml.token_type")
     if types is None:
         types = [_NORMAL] * n
+    elif not isinstance(types, list) or not all(_is_int(t) for t in types):
+        raise VocabularyError(f"{file!r}: tokenizer.ggml.token_type is not an array of integers")
     elif len(types) != n:
         raise VocabularyError(f"{file!r}: tokenizer.ggml.token_type has {len(types)} entries "
                               f"for {n} tokens")
@@ -97,7 +118,7 @@ def read_gguf(cls: type[Vocabulary], path: str | os.PathLike[str], *,
         value = meta.get(key)
         if value is None:
             continue
-        if not isinstance(value, int) or not 0 <= value < n:
+        if not _is_int(value) or not 0 <= value < n:
             raise VocabularyError(f"{file!r}: {key}={value!r} is not a token id in [0, {n})")
         eos.add(value)
     eos.update(i for i, ty in enumerate(types)
@@ -112,17 +133,22 @@ def read_gguf(cls: type[Vocabulary], path: str | os.PathLike[str], *,
                 control.setdefault(tokens[i].decode("utf-8"), []).append(i)
             except UnicodeDecodeError:
                 pass  # a control token without a UTF-8 name cannot be named in a grammar
-    return cls(result, sorted(eos), size=size, kind=kind,
-               add_prefix_space=add_prefix_space, name=label, special_token_names=control)
+    return cls(result, sorted(eos), size=size, kind=kind, add_prefix_space=add_prefix_space,
+               name=label, special_token_names=control, limits=limits)
 
 
-def read_metadata(path: str, wanted: frozenset[str]) -> dict[str, Any]:
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_metadata(path: str, wanted: frozenset[str], limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The metadata values of ``wanted`` keys in a GGUF file (versions 2 and 3).
 
     A direct reader of the key/value section: ``gguf.GGUFReader`` builds a numpy view for every
     array element, which takes 10+ seconds for a 262k-token vocabulary; this takes a fraction
     of a second. Strings come back as ``str`` except the elements of string arrays, which stay
-    ``bytes``; numeric arrays are lists of numbers.
+    ``bytes``; numeric arrays are lists of numbers. Arrays of arrays nest at most
+    ``limits.max_nesting_depth`` deep.
     """
     try:
         with open(path, "rb") as f:
@@ -133,7 +159,7 @@ def read_metadata(path: str, wanted: frozenset[str]) -> dict[str, Any]:
     except OSError as e:
         raise VocabularyError(f"cannot read GGUF file {path!r}: {e.strerror or e}") from e
     try:
-        return _parse_kv(buf, path, wanted)
+        return _parse_kv(buf, path, wanted, limits.max_nesting_depth)
     except (struct.error, IndexError, OverflowError, UnicodeDecodeError, MemoryError) as e:
         raise VocabularyError(f"{path!r}: truncated or corrupt GGUF metadata ({e})") from e
     finally:
@@ -141,7 +167,7 @@ def read_metadata(path: str, wanted: frozenset[str]) -> dict[str, Any]:
             buf.close()
 
 
-def _parse_kv(buf: Any, path: str, wanted: frozenset[str]) -> dict[str, Any]:
+def _parse_kv(buf: Any, path: str, wanted: frozenset[str], max_depth: int) -> dict[str, Any]:
     if len(buf) < 24 or buf[:4] != b"GGUF":
         raise VocabularyError(f"{path!r} is not a GGUF file (bad magic {bytes(buf[:4])!r})")
     order = "<"
@@ -157,12 +183,70 @@ def _parse_kv(buf: Any, path: str, wanted: frozenset[str]) -> dict[str, Any]:
     size = len(buf)
     offset = 24
 
+    def fits(count: int, width: int, offset: int, what: str) -> None:
+        """``count`` items of at least ``width`` bytes each fit in the rest of the file."""
+        if count * width > size - offset:
+            raise IndexError(f"{what} of {count} items runs past the end of the file")
+
     def read_string(offset: int) -> tuple[bytes, int]:
         (length,) = u64(buf, offset)
         end = offset + 8 + length
         if end > size:
             raise IndexError("string runs past the end of the file")
         return bytes(buf[offset + 8:end]), end
+
+    def read_flat_array(etype: int, count: int, offset: int, keep: bool) -> tuple[list, int]:
+        """An array of strings or scalars (``count`` already read) at ``offset``."""
+        if etype == _VALUE_STRING:
+            fits(count, 8, offset, "string array")
+            items: list[bytes] = []
+            append = items.append
+            for _ in range(count):
+                (length,) = u64(buf, offset)
+                end = offset + 8 + length
+                if end > size:
+                    raise IndexError("string array runs past the end of the file")
+                if keep:
+                    append(buf[offset + 8:end])
+                offset = end
+            return items, offset
+        fmt = _SCALARS.get(etype)
+        if fmt is None:
+            raise VocabularyError(f"{path!r}: unknown GGUF array element type {etype}")
+        width = struct.calcsize(fmt)
+        fits(count, width, offset, "array")
+        end = offset + width * count
+        values = list(struct.unpack_from(f"{order}{count}{fmt}", buf, offset)) if keep else []
+        return values, end
+
+    def read_array(offset: int, keep: bool) -> tuple[list, int]:
+        """The array at ``offset`` (its element type, count, elements), arrays of arrays
+        walked with an explicit stack: a hostile file nests them tens of thousands deep."""
+        root: list[Any] = []
+        # (the list being filled, how many of its arrays are still to read)
+        stack: list[tuple[list[Any], int]] = [(root, 1)]
+        while stack:
+            parent, remaining = stack[-1]
+            if remaining == 0:
+                stack.pop()
+                continue
+            stack[-1] = (parent, remaining - 1)
+            (etype,) = u32(buf, offset)
+            (count,) = u64(buf, offset + 4)
+            offset += 12
+            if etype == _VALUE_ARRAY:
+                fits(count, 12, offset, "array of arrays")  # each element has its own header
+                if len(stack) >= max_depth:
+                    raise LimitExceeded("max_nesting_depth", len(stack) + 1, max_depth)
+                values: list[Any] = []
+                if keep:
+                    parent.append(values)
+                stack.append((values, count))
+            else:
+                value, offset = read_flat_array(etype, count, offset, keep)
+                if keep:
+                    parent.append(value)
+        return (root[0] if keep else []), offset
 
     def read_value(vtype: int, offset: int, keep: bool) -> tuple[Any, int]:
         fmt = _SCALARS.get(vtype)
@@ -172,39 +256,11 @@ def _parse_kv(buf: Any, path: str, wanted: frozenset[str]) -> dict[str, Any]:
             raw, offset = read_string(offset)
             return raw.decode("utf-8"), offset
         if vtype == _VALUE_ARRAY:
-            (etype,) = u32(buf, offset)
-            (count,) = u64(buf, offset + 4)
-            offset += 12
-            if etype == _VALUE_STRING:
-                items: list[bytes] = []
-                append = items.append
-                for _ in range(count):
-                    (length,) = u64(buf, offset)
-                    end = offset + 8 + length
-                    if keep:
-                        append(buf[offset + 8:end])
-                    offset = end
-                if offset > size:
-                    raise IndexError("string array runs past the end of the file")
-                return items, offset
-            fmt = _SCALARS.get(etype)
-            if fmt is not None:
-                width = struct.calcsize(fmt)
-                end = offset + width * count
-                if end > size:
-                    raise IndexError("array runs past the end of the file")
-                values = list(struct.unpack_from(f"{order}{count}{fmt}", buf, offset)) if keep \
-                    else []
-                return values, end
-            if etype == _VALUE_ARRAY:  # arrays of arrays: walk them to skip
-                values = []
-                for _ in range(count):
-                    value, offset = read_value(_VALUE_ARRAY, offset, keep)
-                    values.append(value)
-                return values, offset
-            raise VocabularyError(f"{path!r}: unknown GGUF array element type {etype}")
+            return read_array(offset, keep)
         raise VocabularyError(f"{path!r}: unknown GGUF value type {vtype}")
 
+    # each key/value takes at least 13 bytes (the key's length, the type, a one-byte value)
+    fits(kv_count, 13, offset, "metadata")
     found: dict[str, Any] = {}
     for _ in range(kv_count):
         raw_key, offset = read_string(offset)

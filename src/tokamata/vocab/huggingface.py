@@ -27,6 +27,13 @@ Invariants:
   named EOS that is not a token.
 - Nothing here imports ``tokenizers`` or ``transformers``: a transformers tokenizer is read
   through the object passed in.
+- Hostile files are refused, never half-read: a file is read up to ``Limits.max_file_bytes``
+  bytes (one more and :class:`LimitExceeded`), JSON nested deeper than Python's JSON parser
+  reaches is :class:`LimitExceeded` (``max_nesting_depth``) and nothing here recurses into a
+  parsed value (decoder Sequences are flattened with a stack), ids are ints (not bools, not
+  floats) in ``[0, Limits.max_vocab_size)``, checked before anything of their size is allocated,
+  and every part of the file this module reads has its expected JSON type, else
+  :class:`VocabularyError` naming the part.
 
 Importing this module registers :func:`read_tokenizer_json` and :func:`read_transformers` as
 the bodies of ``Vocabulary.from_tokenizer_json`` and ``Vocabulary.from_hf``.
@@ -35,16 +42,21 @@ the bodies of ``Vocabulary.from_tokenizer_json`` and ``Vocabulary.from_hf``.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
+from itertools import accumulate, count
+from typing import Any, TypeGuard
 
-from ..errors import VocabularyError
+from ..errors import LimitExceeded, VocabularyError
+from ..limits import DEFAULT_LIMITS, Limits
 from .vocabulary import (KIND_BYTE_LEVEL, KIND_SENTENCEPIECE, WELL_KNOWN_EOS_NAMES, Vocabulary,
                          register_reader)
 
-__all__ = ["BYTE_FALLBACK_TOKEN", "byte_level_decode", "read_tokenizer_json", "read_transformers"]
+__all__ = ["BYTE_FALLBACK_TOKEN", "byte_level_decode", "check_json_depth", "read_tokenizer_json",
+           "read_transformers"]
 
 #: A SentencePiece byte-fallback token, ``<0xNN>``; group 1 is the byte in hex.
 BYTE_FALLBACK_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
@@ -56,44 +68,63 @@ def read_tokenizer_json(
     *,
     eos_token_ids: Iterable[int] | None = None,
     size: int | None = None,
+    limits: Limits | None = None,
 ) -> Vocabulary:
     """``cls`` from a ``tokenizer.json`` (or a folder holding one): the body of
     ``Vocabulary.from_tokenizer_json`` (see its docstring)."""
+    limits = _limits(limits)
     file = os.fspath(path)
     if os.path.isdir(file):
         file = os.path.join(file, "tokenizer.json")
-    try:
-        with open(file, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise VocabularyError(f"cannot read tokenizer file {file!r}: {e.strerror or e}") from e
-    data = _parse_json(raw, file)
+    raw = _read_file(file, limits)
+    if raw is None:
+        raise VocabularyError(f"cannot read tokenizer file {file!r}: no such file")
+    data = _parse_json(raw, file, limits)
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise VocabularyError(f"{file!r} is not a Hugging Face tokenizer.json "
+                              "(no 'model' object)")
     named: list[int] | None = None
     if eos_token_ids is None:
-        named = _eos_from_config_files(os.path.dirname(os.path.abspath(file)), data, file)
+        named = _eos_from_config_files(os.path.dirname(os.path.abspath(file)), data, file, limits)
     label = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(file))),
                          os.path.basename(file))
-    return _from_tokenizer_data(cls, data, file, label, eos_token_ids, named, size)
+    return _from_tokenizer_data(cls, data, file, label, eos_token_ids, named, size, limits)
 
 
 def read_transformers(cls: type[Vocabulary], tokenizer: Any, *,
-                      size: int | None = None) -> Vocabulary:
+                      size: int | None = None, limits: Limits | None = None) -> Vocabulary:
     """``cls`` from a transformers fast tokenizer: the body of ``Vocabulary.from_hf`` (see its
     docstring)."""
+    limits = _limits(limits)
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not hasattr(backend, "to_str"):
         raise VocabularyError(
             f"{type(tokenizer).__name__} has no backend_tokenizer: only fast (Rust-backed) "
             "transformers tokenizers are supported; load it with use_fast=True")
     name = str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
-    data = _parse_json(backend.to_str().encode("utf-8"), name)
+    data = _parse_json(backend.to_str().encode("utf-8"), name, limits)
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise VocabularyError(f"{name!r} is not a Hugging Face tokenizer.json (no 'model' object)")
     named = []
     eos = getattr(tokenizer, "eos_token_id", None)
-    if isinstance(eos, int):
+    if _is_int(eos):
         named.append(eos)
     elif isinstance(eos, (list, tuple)):
-        named.extend(e for e in eos if isinstance(e, int))
-    return _from_tokenizer_data(cls, data, name, name, None, named, size)
+        named.extend(e for e in eos if _is_int(e))
+    return _from_tokenizer_data(cls, data, name, name, None, named, size, limits)
+
+
+def _limits(limits: Limits | None) -> Limits:
+    if limits is None:
+        return DEFAULT_LIMITS
+    if not isinstance(limits, Limits):
+        raise VocabularyError(f"limits must be a tokamata.Limits, got {type(limits).__name__}")
+    return limits
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """A JSON integer: an ``int`` that is not a ``bool`` (``2.7`` and ``true`` are not ids)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # ------------------------------------------------------------------------ byte-level BPE
@@ -130,29 +161,121 @@ def byte_level_decode(token: str) -> bytes | None:
 # ------------------------------------------------------------------------ tokenizer.json
 
 
-def _parse_json(raw: bytes, source: str) -> dict[str, Any]:
+def _read_file(file: str, limits: Limits) -> bytes | None:
+    """The bytes of ``file`` (``None`` if it does not exist), reading at most
+    ``limits.max_file_bytes + 1`` bytes: one more than the bound raises :class:`LimitExceeded`
+    (``/dev/zero`` and named pipes have no size to check first)."""
+    bound = limits.max_file_bytes
     try:
-        data = json.loads(raw)
+        with open(file, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > bound:
+                raise LimitExceeded("max_file_bytes", size, bound)
+            raw = f.read(bound + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise VocabularyError(f"cannot read {file!r}: {e.strerror or e}") from e
+    if len(raw) > bound:
+        raise LimitExceeded("max_file_bytes", len(raw), bound)
+    return raw
+
+
+# What the nesting check keeps of a JSON text: quotes and brackets; strings, once escapes are
+# gone, are a quote, anything but a quote, a quote; and brackets as +1 (opening) and -1
+# (closing), stored as 2 and 0 so that a byte's value minus one is its step.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_QUOTED = re.compile(rb'"[^"]*"')
+_STEPS = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
+
+#: the recursion limit up to which Python's JSON parser is trusted to stop deep nesting itself
+#: (with a ``RecursionError``, before the C stack runs out); above it, ``_parse_json`` checks
+#: the nesting first
+PARSER_SAFE_RECURSION_LIMIT = 5_000
+
+
+def check_json_depth(raw: bytes, bound: int) -> None:
+    r"""Raise :class:`LimitExceeded` (``max_nesting_depth``) if the JSON text ``raw`` nests
+    arrays and objects more than ``bound`` deep (``value`` is ``bound + 1``: the check stops
+    there); a malformed text is left to the parser. No recursion and no Python code per byte:
+    counts, replaces, one regex over quotes and brackets and a running sum, all linear in
+    ``len(raw)``.
+
+    >>> check_json_depth(b'{"a": [1, "]]"], "b": {}}', 2)
+    >>> check_json_depth(b'[[["[[[", "\\\\"], "\\"[["]]', 2)  # strings "[[[", "\\", "\"[["
+    Traceback (most recent call last):
+    tokamata.errors.LimitExceeded: limit max_nesting_depth exceeded: reached 3, the bound is 2 ...
+    """
+    if raw.count(b"[") + raw.count(b"{") <= bound:  # few brackets at all
+        return
+    # an escaped backslash, then an escaped quote, is no string boundary (pairs from the left,
+    # as JSON reads them); other escapes do not matter here
+    text = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    steps = _QUOTED.sub(b"", text).translate(_STEPS, b'"')
+    depths = map(operator.sub, accumulate(steps), count(1))
+    if any(map(bound.__lt__, depths)):  # (stops at the first depth past the bound)
+        raise LimitExceeded("max_nesting_depth", bound + 1, bound)
+
+
+def _parse_json(raw: bytes, source: str, limits: Limits) -> Any:
+    """The JSON value of ``raw``. Nesting is bounded by the parser: Python's JSON parser
+    raises ``RecursionError`` past the interpreter's recursion limit, which becomes
+    :class:`LimitExceeded` (``max_nesting_depth``) when ``raw`` nests deeper than
+    ``limits.max_nesting_depth``, else :class:`VocabularyError`. Nesting within the parser's
+    reach is harmless: nothing here recurses into the value. Under a recursion limit too high
+    to trust the parser's own stop, the nesting is checked first."""
+    bound = limits.max_nesting_depth
+    if sys.getrecursionlimit() > PARSER_SAFE_RECURSION_LIMIT:
+        check_json_depth(raw, bound)
+    try:
+        return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise VocabularyError(f"{source!r} is not valid JSON: {e}") from e
-    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
-        raise VocabularyError(f"{source!r} is not a Hugging Face tokenizer.json "
-                              "(no 'model' object)")
-    return data
+    except RecursionError:
+        pass  # (outside the handler: the traceback of a RecursionError is long)
+    check_json_depth(raw, bound)
+    raise VocabularyError(f"{source!r} is nested too deeply for Python's JSON parser (raise "
+                          "sys.getrecursionlimit())")
 
 
-def _flatten(component: Any, list_key: str) -> list[dict[str, Any]]:
-    """The steps of a decoder / normalizer / pre-tokenizer, with Sequences flattened."""
-    if component is None:
-        return []
-    if not isinstance(component, dict):
-        return [{"type": repr(component)}]
-    if component.get("type") == "Sequence":
-        out: list[dict[str, Any]] = []
-        for step in component.get(list_key) or []:
-            out.extend(_flatten(step, list_key))
-        return out
-    return [component]
+def _flatten(component: Any, list_key: str, where: str, source: str) -> list[dict[str, Any]]:
+    """The steps of a decoder / normalizer / pre-tokenizer (``where`` names it), with
+    Sequences flattened; a step that is not an object, or a Sequence whose ``list_key`` is not
+    a list, is a :class:`VocabularyError`. Iterative: nesting is bounded by the parse."""
+    out: list[dict[str, Any]] = []
+    pending: list[Any] = [component]  # in reverse order
+    while pending:
+        step = pending.pop()
+        if step is None:
+            continue
+        if not isinstance(step, dict):
+            raise VocabularyError(f"{source!r}: a {where} step is {_show(step)}, not an object")
+        if step.get("type") == "Sequence":
+            steps = step.get(list_key)
+            if not isinstance(steps, list):
+                raise VocabularyError(f"{source!r}: {where} Sequence has {list_key!r} "
+                                      f"{_show(steps)}, not a list")
+            pending.extend(reversed(steps))
+        else:
+            out.append(step)
+    return out
+
+
+def _show(value: Any) -> str:
+    """``value`` for a message, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _marker(step: Mapping[str, Any], default: str, source: str) -> str:
+    """The space marker a Metaspace step names (``replacement``), else ``default``."""
+    replacement = step.get("replacement")
+    if replacement is None or replacement == "":
+        return default
+    if not isinstance(replacement, str):
+        raise VocabularyError(f"{source!r}: Metaspace replacement is {_show(replacement)}, "
+                              "not a string")
+    return replacement
 
 
 def _pattern_string(step: Mapping[str, Any]) -> str | None:
@@ -171,9 +294,9 @@ def _analyze_tokenizer_json(data: Mapping[str, Any], source: str) -> tuple[str, 
                               "'##' pieces do not map to bytes one token at a time")
     if model_type not in ("BPE", "Unigram", "WordLevel"):
         raise VocabularyError(f"{source!r}: unknown tokenizer model type {model_type!r}")
-    decoder_steps = _flatten(data.get("decoder"), "decoders")
-    pre_steps = _flatten(data.get("pre_tokenizer"), "pretokenizers")
-    normalizer_steps = _flatten(data.get("normalizer"), "normalizers")
+    decoder_steps = _flatten(data.get("decoder"), "decoders", "decoder", source)
+    pre_steps = _flatten(data.get("pre_tokenizer"), "pretokenizers", "pre_tokenizer", source)
+    normalizer_steps = _flatten(data.get("normalizer"), "normalizers", "normalizer", source)
 
     kind: str | None = None
     marker = "\u2581"
@@ -184,7 +307,7 @@ def _analyze_tokenizer_json(data: Mapping[str, Any], source: str) -> tuple[str, 
             kind = KIND_BYTE_LEVEL
         elif t == "Metaspace":
             kind = KIND_SENTENCEPIECE
-            marker = step.get("replacement") or marker
+            marker = _marker(step, marker, source)
         elif t == "Replace" and step.get("content") == " " and _pattern_string(step):
             kind = KIND_SENTENCEPIECE
             marker = _pattern_string(step) or marker
@@ -193,7 +316,7 @@ def _analyze_tokenizer_json(data: Mapping[str, Any], source: str) -> tuple[str, 
         elif t in ("Fuse", "Strip"):
             pass  # sequence-level: joins pieces / strips the text's leading space
         else:
-            raise VocabularyError(f"{source!r}: decoder step {t!r} ({json.dumps(step)[:120]}) is "
+            raise VocabularyError(f"{source!r}: decoder step {_show(t)} ({json.dumps(step)[:120]}) is "
                                   "not supported: cannot map its tokens to bytes one at a time")
     if kind is None:  # no decoder: infer from the pre-tokenizer
         for step in pre_steps:
@@ -201,12 +324,12 @@ def _analyze_tokenizer_json(data: Mapping[str, Any], source: str) -> tuple[str, 
                 kind = KIND_BYTE_LEVEL
             elif step.get("type") == "Metaspace":
                 kind = KIND_SENTENCEPIECE
-                marker = step.get("replacement") or marker
+                marker = _marker(step, marker, source)
     if kind is None:
         raise VocabularyError(
             f"{source!r}: cannot tell how tokens map to bytes (decoder "
-            f"{[s.get('type') for s in decoder_steps]}, pre-tokenizer "
-            f"{[s.get('type') for s in pre_steps]}): expected a ByteLevel decoder (GPT-2 style) "
+            f"{_show([s.get('type') for s in decoder_steps])}, pre-tokenizer "
+            f"{_show([s.get('type') for s in pre_steps])}): expected a ByteLevel decoder (GPT-2 style) "
             "or a Metaspace / Replace('▁', ' ') decoder (SentencePiece style)")
 
     add_prefix_space = False
@@ -234,33 +357,37 @@ def _from_tokenizer_data(
     eos_token_ids: Iterable[int] | None,
     named_eos: list[int] | None,
     size: int | None,
+    limits: Limits,
 ) -> Vocabulary:
     kind, marker, byte_fallback, add_prefix_space = _analyze_tokenizer_json(data, source)
     model = data["model"]
     vocab = model.get("vocab")
+    bound = limits.max_vocab_size
     pieces: dict[int, str] = {}
     if isinstance(vocab, dict):
         for piece, i in vocab.items():
-            if not isinstance(i, int) or i < 0:
-                raise VocabularyError(f"{source!r}: token {piece!r} has id {i!r}")
+            if not _is_int(i) or i < 0:
+                raise VocabularyError(f"{source!r}: token {_show(piece)} has id {_show(i)}, "
+                                      "not an int >= 0")
+            if i >= bound:
+                raise LimitExceeded("max_vocab_size", i + 1, bound)
             pieces[i] = piece
     elif isinstance(vocab, list):  # Unigram: [[piece, score], ...]
+        if len(vocab) > bound:
+            raise LimitExceeded("max_vocab_size", len(vocab), bound)
         for i, entry in enumerate(vocab):
-            piece = entry[0] if isinstance(entry, (list, tuple)) and entry else entry
+            piece = entry[0] if isinstance(entry, list) and entry else entry
             if not isinstance(piece, str):
-                raise VocabularyError(f"{source!r}: vocab entry {i} is {entry!r}")
+                raise VocabularyError(f"{source!r}: vocab entry {i} is {_show(entry)}")
             pieces[i] = piece
     else:
         raise VocabularyError(f"{source!r}: model.vocab is missing or not a dict / list")
 
-    added: dict[int, tuple[str, bool]] = {}
-    for entry in data.get("added_tokens") or []:
-        try:
-            added[int(entry["id"])] = (str(entry["content"]), bool(entry.get("special")))
-        except (KeyError, TypeError, ValueError) as e:
-            raise VocabularyError(f"{source!r}: malformed added token {entry!r}") from e
+    added = {i: (content, special) for i, content, special in _added_tokens(data, source, limits)}
 
     n = max(max(pieces, default=-1), max(added, default=-1)) + 1
+    if size is not None and _is_int(size) and size > bound:
+        raise LimitExceeded("max_vocab_size", size, bound)
     tokens: list[bytes | None] = [None] * n
     if kind == KIND_BYTE_LEVEL:
         for i, piece in pieces.items():
@@ -276,7 +403,7 @@ def _from_tokenizer_data(
     if isinstance(unk, str) and isinstance(vocab, dict) and unk in vocab:
         tokens[vocab[unk]] = None
     unk_id = model.get("unk_id")
-    if isinstance(unk_id, int) and 0 <= unk_id < n:
+    if _is_int(unk_id) and 0 <= unk_id < n:
         tokens[unk_id] = None
     special_by_text: dict[str, int] = {}
     special_names: dict[str, list[int]] = {}
@@ -293,67 +420,94 @@ def _from_tokenizer_data(
         eos.update(i for text, i in special_by_text.items() if text in WELL_KNOWN_EOS_NAMES)
         bad = sorted(e for e in eos if not 0 <= e < n)
         if bad:
-            raise VocabularyError(f"{source!r}: EOS id(s) {bad} are not token ids in [0, {n})")
+            raise VocabularyError(f"{source!r}: EOS id(s) {_show(bad)} are not token ids in "
+                                  f"[0, {n})")
         if not eos:
             raise VocabularyError(
                 f"{source!r}: cannot infer the EOS token: no tokenizer_config.json eos_token and "
                 f"no special token named {sorted(WELL_KNOWN_EOS_NAMES)}; pass eos_token_ids=")
         eos_token_ids = sorted(eos)
     return cls(tokens, eos_token_ids, size=size, kind=kind, add_prefix_space=add_prefix_space,
-               name=label, special_token_names=special_names)
+               name=label, special_token_names=special_names, limits=limits)
 
 
-def _token_id_by_text(data: Mapping[str, Any], text: str) -> int | None:
-    for entry in data.get("added_tokens") or []:
-        if isinstance(entry, dict) and entry.get("content") == text:
-            return int(entry["id"])
+def _added_tokens(data: Mapping[str, Any], source: str,
+                  limits: Limits) -> list[tuple[int, str, bool]]:
+    """``(id, content, special)`` of each ``added_tokens`` entry, in order: each entry must be
+    an object with an int ``id`` in ``[0, max_vocab_size)``, a string ``content`` and a bool
+    (or absent) ``special``, else :class:`VocabularyError` naming the entry."""
+    entries = data.get("added_tokens")
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise VocabularyError(f"{source!r}: added_tokens is {_show(entries)}, not a list")
+    out: list[tuple[int, str, bool]] = []
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise VocabularyError(f"{source!r}: added token {number} is {_show(entry)}, "
+                                  "not an object")
+        i, content, special = entry.get("id"), entry.get("content"), entry.get("special", False)
+        if not _is_int(i) or i < 0:
+            raise VocabularyError(f"{source!r}: added token {number} ({_show(entry)}) has id "
+                                  f"{_show(i)}, not an int >= 0")
+        if i >= limits.max_vocab_size:
+            raise LimitExceeded("max_vocab_size", i + 1, limits.max_vocab_size)
+        if not isinstance(content, str):
+            raise VocabularyError(f"{source!r}: added token {number} ({_show(entry)}) has "
+                                  f"content {_show(content)}, not a string")
+        if not isinstance(special, bool):
+            raise VocabularyError(f"{source!r}: added token {number} ({_show(entry)}) has "
+                                  f"special {_show(special)}, not a bool")
+        out.append((i, content, special))
+    return out
+
+
+def _token_id_by_text(data: Mapping[str, Any], text: str, source: str,
+                      limits: Limits) -> int | None:
+    for i, content, _special in _added_tokens(data, source, limits):
+        if content == text:
+            return i
     vocab = data["model"].get("vocab")
     if isinstance(vocab, dict):
-        i = vocab.get(text)
-        return i if isinstance(i, int) else None
+        found = vocab.get(text)
+        return found if _is_int(found) else None
     if isinstance(vocab, list):
         for i, entry in enumerate(vocab):
-            if isinstance(entry, (list, tuple)) and entry and entry[0] == text:
+            if isinstance(entry, list) and entry and entry[0] == text:
                 return i
     return None
 
 
-def _eos_from_config_files(directory: str, data: Mapping[str, Any], source: str) -> list[int]:
+def _eos_from_config_files(directory: str, data: Mapping[str, Any], source: str,
+                           limits: Limits) -> list[int]:
     """EOS ids named by tokenizer_config.json / generation_config.json in ``directory``."""
     found: list[int] = []
-    config = _read_optional_json(os.path.join(directory, "tokenizer_config.json"))
+    config = _read_optional_json(os.path.join(directory, "tokenizer_config.json"), limits)
     if config is not None:
         eos = config.get("eos_token")
         if isinstance(eos, dict):
             eos = eos.get("content")
         if isinstance(eos, str):
-            i = _token_id_by_text(data, eos)
+            i = _token_id_by_text(data, eos, source, limits)
             if i is None:
                 raise VocabularyError(f"tokenizer_config.json next to {source!r} names eos_token "
-                                      f"{eos!r}, which is not a token of the tokenizer")
+                                      f"{_show(eos)}, which is not a token of the tokenizer")
             found.append(i)
-    generation = _read_optional_json(os.path.join(directory, "generation_config.json"))
+    generation = _read_optional_json(os.path.join(directory, "generation_config.json"), limits)
     if generation is not None:
         ids = generation.get("eos_token_id")
-        if isinstance(ids, int):
+        if _is_int(ids):
             found.append(ids)
         elif isinstance(ids, list):
-            found.extend(i for i in ids if isinstance(i, int))
+            found.extend(i for i in ids if _is_int(i))
     return found
 
 
-def _read_optional_json(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
+def _read_optional_json(path: str, limits: Limits) -> dict[str, Any] | None:
+    raw = _read_file(path, limits)
+    if raw is None:
         return None
-    except OSError as e:
-        raise VocabularyError(f"cannot read {path!r}: {e.strerror or e}") from e
-    try:
-        value = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise VocabularyError(f"{path!r} is not valid JSON: {e}") from e
+    value = _parse_json(raw, path, limits)
     return value if isinstance(value, dict) else None
 
 

@@ -25,7 +25,8 @@ Invariants of a :class:`Vocabulary` ``v``:
   ``v.special_token_ids``. Grammars use it to resolve ``<|eot_id|>``.
 - ``v.size >= len(v.token_bytes)`` is the number of logits columns (``len(v) == v.size``); ids in
   ``[len(v.token_bytes), v.size)`` are padding of the model's embedding matrix and are never
-  allowed.
+  allowed. ``v.size <= limits.max_vocab_size`` (:class:`~tokamata.LimitExceeded` otherwise),
+  so every id fits the C++ core's ``int32``.
 - Entries are context-free. Decoders sometimes edit a whole decoded *sequence* (SentencePiece's
   ``Strip`` drops the leading space of the text; WordPiece glues ``##`` pieces); only per-token
   meaning is recorded here. ``v.add_prefix_space`` says whether the *encoder* prepends a space
@@ -67,7 +68,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InvalidArgument, VocabularyError
+from ..errors import InvalidArgument, LimitExceeded, VocabularyError
+from ..limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["Vocabulary", "WELL_KNOWN_EOS_NAMES", "KIND_BYTES", "KIND_BYTE_LEVEL",
            "KIND_SENTENCEPIECE", "KINDS", "register_reader"]
@@ -139,9 +141,16 @@ class Vocabulary:
         add_prefix_space: bool = False,
         name: str = "",
         special_token_names: Mapping[str, int | Sequence[int]] | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        if limits is None:
+            limits = DEFAULT_LIMITS
+        elif not isinstance(limits, Limits):
+            raise InvalidArgument(f"limits must be a tokamata.Limits, got {type(limits).__name__}")
         tokens = _normalize_tokens(token_bytes)
         n = len(tokens)
+        if n > limits.max_vocab_size:
+            raise LimitExceeded("max_vocab_size", n, limits.max_vocab_size)
         if size is None:
             size = n
         else:
@@ -150,6 +159,8 @@ class Vocabulary:
                 raise VocabularyError(
                     f"size={size} is smaller than the tokenizer's id range: {n} token ids; "
                     f"size is the number of logits columns and must be >= {n}")
+            if size > limits.max_vocab_size:
+                raise LimitExceeded("max_vocab_size", size, limits.max_vocab_size)
         eos = _check_eos(eos_token_ids, n)
         if any(tokens[e] is not None for e in eos):
             as_list = list(tokens)
@@ -252,13 +263,15 @@ class Vocabulary:
         *,
         size: int | None = None,
         special_tokens: Mapping[str, int | Sequence[int]] | None = None,
+        limits: Limits | None = None,
     ) -> Vocabulary:
         """A vocabulary from explicit byte strings: ``tokens[i]`` is the text of id ``i``,
         ``None`` for a control token. ``eos_token_ids`` must be non-empty.
         ``special_tokens`` names control tokens (``{"<|eot_id|>": 3}``); each id must be one whose
-        entry is ``None`` (or an EOS id), else :class:`InvalidArgument`."""
+        entry is ``None`` (or an EOS id), else :class:`InvalidArgument`. ``size`` and the number
+        of tokens are bounded by ``limits.max_vocab_size``."""
         return cls(tokens, eos_token_ids, size=size, kind=KIND_BYTES, name="",
-                   special_token_names=special_tokens)
+                   special_token_names=special_tokens, limits=limits)
 
     @classmethod
     def from_tokenizer_json(
@@ -267,17 +280,22 @@ class Vocabulary:
         *,
         eos_token_ids: Iterable[int] | None = None,
         size: int | None = None,
+        limits: Limits | None = None,
     ) -> Vocabulary:
         """A vocabulary from a Hugging Face ``tokenizer.json`` (or a folder holding one).
 
         Without ``eos_token_ids`` they are inferred from ``tokenizer_config.json`` and
         ``generation_config.json`` next to the file, plus the special tokens named in
-        :data:`WELL_KNOWN_EOS_NAMES`; :class:`VocabularyError` if none is found.
+        :data:`WELL_KNOWN_EOS_NAMES`; :class:`VocabularyError` if none is found. A malformed
+        file raises :class:`VocabularyError`; ``limits`` bounds what is read
+        (``max_file_bytes``, ``max_nesting_depth``, ``max_vocab_size``: :class:`LimitExceeded`).
         """
-        return _reader("tokenizer_json")(cls, path, eos_token_ids=eos_token_ids, size=size)
+        return _reader("tokenizer_json")(cls, path, eos_token_ids=eos_token_ids, size=size,
+                                         limits=limits)
 
     @classmethod
-    def from_hf(cls, tokenizer: Any, *, size: int | None = None) -> Vocabulary:
+    def from_hf(cls, tokenizer: Any, *, size: int | None = None,
+                limits: Limits | None = None) -> Vocabulary:
         """A vocabulary from a transformers (fast) tokenizer.
 
         Reads ``tokenizer.backend_tokenizer.to_str()`` (the same ``tokenizer.json`` path as
@@ -285,17 +303,20 @@ class Vocabulary:
         tokens named in :data:`WELL_KNOWN_EOS_NAMES`. ``size`` is usually the model's
         ``config.vocab_size``, which may exceed the tokenizer's id range.
         """
-        return _reader("hf")(cls, tokenizer, size=size)
+        return _reader("hf")(cls, tokenizer, size=size, limits=limits)
 
     @classmethod
-    def from_gguf(cls, path: str | os.PathLike[str], *, size: int | None = None) -> Vocabulary:
+    def from_gguf(cls, path: str | os.PathLike[str], *, size: int | None = None,
+                  limits: Limits | None = None) -> Vocabulary:
         """A vocabulary from the tokenizer metadata of a GGUF file (a model or a vocab-only file).
 
         ``tokenizer.ggml.model`` ``"gpt2"`` is byte-level BPE; ``"llama"``, ``"gemma4"`` and
         ``"t5"`` are SentencePiece-style; other tokenizer models raise
-        :class:`VocabularyError`. Only the metadata section is read (no tensor data).
+        :class:`VocabularyError`. Only the metadata section is read (no tensor data); a corrupt
+        or hostile one raises :class:`VocabularyError` or, past ``limits.max_vocab_size`` or
+        ``limits.max_nesting_depth``, :class:`LimitExceeded`.
         """
-        return _reader("gguf")(cls, path, size=size)
+        return _reader("gguf")(cls, path, size=size, limits=limits)
 
 
 # ------------------------------------------------------------------------ argument checks
