@@ -7,12 +7,15 @@ Invariants:
   and :class:`Unsupported` with where they are (regex span, grammar line and column, JSON
   pointer). Errors that depend on how far decoding goes come from the matcher call that
   reaches them, as :class:`LimitExceeded`.
-- Arguments are checked first (:class:`InvalidArgument`): limits, vocabulary, text types.
+- Arguments are checked first (:class:`InvalidArgument` naming the argument): limits,
+  vocabulary, text types, ``start`` (a str), ``registry`` (a mapping or ``None``),
+  ``approximate`` (a collection of str, not a lone str).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .automata import derivatives as d
 from .caches import clear_caches
@@ -82,6 +85,29 @@ def _text(text, what: str) -> str:
     return text
 
 
+def _start(start) -> str:
+    if not isinstance(start, str):
+        raise InvalidArgument(f"start must be a str (a rule name), got {type(start).__name__} {start!r:.40}")
+    return start
+
+
+def _registry(registry) -> Mapping[str, Any] | None:
+    if registry is not None and not isinstance(registry, Mapping):
+        raise InvalidArgument(f"registry must be a mapping from URI to schema, got {type(registry).__name__}")
+    return registry
+
+
+def _approximate(approximate) -> frozenset[str]:
+    if isinstance(approximate, str) or not isinstance(approximate, Iterable):
+        raise InvalidArgument(f"approximate must be a collection of names (such as {{'format'}}), got "
+                              f"{type(approximate).__name__} {approximate!r:.40}")
+    names = frozenset(approximate) if not isinstance(approximate, frozenset) else approximate
+    for name in names:
+        if not isinstance(name, str):
+            raise InvalidArgument(f"approximate must hold names (str), got {type(name).__name__} {name!r:.40}")
+    return names
+
+
 def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None,
                     registry: Mapping[str, Any] | None = None) -> Constraint:
     """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
@@ -98,7 +124,7 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     from .syntax.lark import parse_lark
 
     limits = _limits(limits)
-    grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=start, registry=registry)
+    grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
     return _constraint(grammar, vocab, limits, "lark grammar", source=text)
 
 
@@ -107,7 +133,7 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
     from .syntax.gbnf import parse_gbnf
 
     limits = _limits(limits)
-    grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=start)
+    grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
     return _constraint(grammar, vocab, limits, "GBNF grammar", source=text)
 
 
@@ -158,7 +184,7 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
 
     limits = _limits(limits)
     grammar, report = schema_to_grammar(
-        schema, limits, whitespace=whitespace, strict=strict, approximate=approximate,
+        schema, limits, whitespace=whitespace, strict=strict, approximate=_approximate(approximate),
         ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
-        max_whitespace=max_whitespace, registry=registry)
+        max_whitespace=max_whitespace, registry=_registry(registry))
     return _constraint(grammar, vocab, limits, "JSON Schema", approximations=tuple(report))

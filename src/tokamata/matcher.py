@@ -10,12 +10,15 @@ Invariants:
 - ``fill_bitmask``, ``consume``, ``consume_many``, ``is_accepting`` and ``fill_bitmasks``
   run without the GIL. A matcher is used by one thread at a time; constraints are shared.
 - Argument errors (token ids out of range, bitmask of the wrong dtype/shape/device) raise
-  :class:`InvalidArgument` before anything is written.
+  :class:`InvalidArgument` before anything is written or consumed: ``consume_many`` checks
+  every id before consuming the first. A token id is an ``int`` or an integer scalar (numpy
+  integer, 0-d integer array or tensor); a float, even an integral one, or a bool is refused,
+  never truncated.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -67,7 +70,12 @@ class Matcher:
         return status == 0
 
     def consume_many(self, token_ids: Iterable[int]) -> int:
-        """Consume tokens in order; returns how many were accepted before the first refusal."""
+        """Consume tokens in order; returns how many were accepted before the first refusal.
+
+        Every id is checked first: an id that is not an int in ``[0, vocab_size)`` raises
+        :class:`InvalidArgument` with nothing consumed."""
+        if isinstance(token_ids, (str, bytes, bytearray, memoryview)) or not isinstance(token_ids, Iterable):
+            raise InvalidArgument(f"token ids must be an iterable of ints, got {type(token_ids).__name__}")
         tokens = [_token_id(t) for t in token_ids]
         for t in tokens:
             if not 0 <= t < self.constraint.vocab_size:
@@ -122,6 +130,8 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
     """
     from . import _core
 
+    if not isinstance(matchers, Iterable):
+        raise InvalidArgument(f"fill_bitmasks takes a sequence of Matcher objects, got {type(matchers).__name__}")
     matchers = list(matchers)
     if type(threads) is not int and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))):
         raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
@@ -130,10 +140,9 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
     if indices is None:
         rows = _ROWS[: len(matchers)] if len(matchers) <= len(_ROWS) else np.arange(len(matchers), dtype=np.int32)
     else:
-        rows = np.asarray(indices, dtype=np.int32)
+        rows = _row_indices(indices)
         if rows.shape != (len(matchers),):
-            raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0] if rows.ndim else rows} "
-                                  f"for {len(matchers)}")
+            raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {len(matchers)}")
     try:
         cores = [m._core for m in matchers]
         _core.fill_bitmasks(cores, bitmask, rows, int(threads))
@@ -154,12 +163,43 @@ _ROWS.setflags(write=False)
 
 
 def _token_id(token_id) -> int:
-    """``token_id`` as a Python int (0-d arrays and tensors too), or InvalidArgument."""
+    """``token_id`` as a Python int (0-d integer arrays and tensors too), or InvalidArgument:
+    a float (``97.5``, ``np.array(97.5)``, ``torch.tensor(98.7)``) is refused, not truncated."""
     if isinstance(token_id, bool):
         raise InvalidArgument("token id must be an int, got bool")
     if isinstance(token_id, (int, np.integer)):
         return int(token_id)
-    try:  # 0-d arrays / tensors
-        return int(token_id.item())
-    except (AttributeError, ValueError, TypeError):
+    try:  # 0-d arrays / tensors: their item is a Python int only for integer dtypes
+        value = token_id.item()
+    except (AttributeError, ValueError, TypeError, RuntimeError):
         raise InvalidArgument(f"token id must be an int, got {type(token_id).__name__}") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"token id must be an int, got {type(token_id).__name__} holding "
+                              f"{type(value).__name__} {value!r}")
+    return value
+
+
+def _row_indices(indices) -> np.ndarray:
+    """``indices`` as a 1-D int32 array of row numbers in ``[0, 2**31)``, or InvalidArgument
+    (floats are refused, not truncated; the core checks them against the batch)."""
+    if isinstance(indices, np.ndarray) and indices.dtype.kind in "iu":
+        if indices.ndim != 1:
+            raise InvalidArgument(f"row indices must be 1-D, got shape {indices.shape}")
+        if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= _INT32_END):
+            raise InvalidArgument(f"row indices must be in [0, {_INT32_END}), got {indices.min()}..{indices.max()}")
+        return indices.astype(np.int32)
+    if isinstance(indices, (str, bytes)) or not isinstance(indices, Iterable):
+        raise InvalidArgument(f"row indices must be a sequence of ints, got {type(indices).__name__}")
+    rows = []
+    for index in indices:
+        try:
+            row = _token_id(index)
+        except InvalidArgument:
+            raise InvalidArgument(f"row indices must be ints, got {index!r}") from None
+        if not 0 <= row < _INT32_END:
+            raise InvalidArgument(f"row index {row} is out of range [0, {_INT32_END})")
+        rows.append(row)
+    return np.asarray(rows, dtype=np.int32)
+
+
+_INT32_END = 2**31

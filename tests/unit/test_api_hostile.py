@@ -48,3 +48,127 @@ def test_limits_accept_the_extremes() -> None:
     big = Limits(**{f.name: 2**31 - 1 for f in Limits.__dataclass_fields__.values() if f.type in (int, "int")})
     m = tokamata.compile_grammar('start: "a"+', VOCAB, limits=big).matcher()
     assert m.consume(97) and m.is_accepting()
+
+
+# ------------------------------------------------------------------ the front doors
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda: tokamata.compile_grammar('start: "a"', VOCAB, start=5), "start"),
+    (lambda: tokamata.compile_grammar('start: "a"', VOCAB, start=None), "start"),
+    (lambda: tokamata.compile_gbnf('root ::= "a"', VOCAB, start=5), "start"),
+    (lambda: tokamata.compile_grammar('start: "a"', VOCAB, registry=5), "registry"),
+    (lambda: tokamata.compile_grammar('start: "a"', VOCAB, registry=[("a", {})]), "registry"),
+    (lambda: tokamata.compile_json_schema({}, VOCAB, registry=5), "registry"),
+    (lambda: tokamata.compile_json_schema({}, VOCAB, approximate=5), "approximate"),
+    (lambda: tokamata.compile_json_schema({}, VOCAB, approximate=None), "approximate"),
+    (lambda: tokamata.compile_json_schema({}, VOCAB, approximate="format"), "approximate"),
+    (lambda: tokamata.compile_json_schema({}, VOCAB, approximate=[5]), "approximate"),
+    (lambda: tokamata.compile_regex("a", VOCAB, limits=5), "limits"),
+])
+def test_front_door_arguments(call: Any, argument: str) -> None:
+    with pytest.raises(InvalidArgument, match=argument):
+        call()
+
+
+def test_front_door_arguments_still_accepted() -> None:
+    assert tokamata.compile_json_schema({"format": "email", "type": "string"}, VOCAB,
+                                        approximate=["format"], registry={}).matcher().consume(34)
+    assert tokamata.compile_grammar('s: "a"', VOCAB, start="s").matcher().consume(97)
+
+
+# ------------------------------------------------------------------ the matcher
+
+
+def _matcher() -> tokamata.Matcher:
+    return tokamata.compile_regex("ab+", VOCAB).matcher()
+
+
+FLOAT_IDS: list[Any] = [97.0, 97.5, np.float64(97.0), np.array(97.5), np.array(97.0), np.array(True),
+                        np.array([97.5]), "a", b"a", None, np.array("a"), True]
+
+
+@pytest.mark.parametrize("token", FLOAT_IDS, ids=repr)
+def test_consume_refuses_non_integers(token: Any) -> None:
+    """``np.array(97.5)`` was truncated to 97 and consumed."""
+    m = _matcher()
+    with pytest.raises(InvalidArgument):
+        m.consume(token)
+    assert m.num_consumed == 0
+
+
+@pytest.mark.parametrize("token", [97, np.int32(97), np.uint8(97), np.array(97), np.array(97, dtype=np.uint16)],
+                         ids=repr)
+def test_consume_accepts_integer_scalars(token: Any) -> None:
+    m = _matcher()
+    assert m.consume(token) and m.num_consumed == 1
+
+
+def test_consume_torch_scalars() -> None:
+    torch = pytest.importorskip("torch")
+    m = _matcher()
+    for bad in (torch.tensor(98.7), torch.tensor(97.0), torch.tensor(True), torch.tensor([97.5])):
+        with pytest.raises(InvalidArgument):
+            m.consume(bad)
+    assert m.num_consumed == 0
+    assert m.consume(torch.tensor(97)) and m.consume_many(torch.tensor([98, 98])) == 2
+
+
+@pytest.mark.parametrize("tokens", [
+    [97, 98, -1], [97, 2**40], [97, 98.5], [97, None], [97, np.array(98.0)], [97, True],
+    np.array([97, 98, 257]), None, 5, "ab", b"ab", 97.0,
+], ids=repr)
+def test_consume_many_checks_every_id_first(tokens: Any) -> None:
+    """Nothing is consumed when any id is bad (``[98, -1]`` consumed 98 and then raised)."""
+    m = _matcher()
+    with pytest.raises(InvalidArgument):
+        m.consume_many(tokens)
+    assert m.num_consumed == 0 and not m.is_accepting()
+    assert m.consume_many([97, 98]) == 2
+
+
+def test_consume_many_refusal_is_a_count_not_an_error() -> None:
+    m = _matcher()
+    assert m.consume_many([97, 98, 97, 98]) == 2 and m.num_consumed == 2
+
+
+@pytest.mark.parametrize("indices", [[2**31], [2**40], [-1], [0.5], [None], np.array([2**31]),
+                                     np.array([0.0]), np.array([[0]]), 5, "0"], ids=repr)
+def test_fill_bitmasks_row_indices(indices: Any) -> None:
+    m = _matcher()
+    bitmask = tokamata.allocate_bitmask(2, VOCAB.size)
+    with pytest.raises(InvalidArgument):
+        tokamata.fill_bitmasks([m], bitmask, indices=indices)
+    assert not bitmask.any()
+
+
+def test_fill_bitmasks_other_arguments() -> None:
+    bitmask = tokamata.allocate_bitmask(2, VOCAB.size)
+    for matchers in (None, 5, [None], ["m"]):
+        with pytest.raises(InvalidArgument):
+            tokamata.fill_bitmasks(matchers, bitmask)
+    with pytest.raises(InvalidArgument):
+        tokamata.fill_bitmasks([_matcher()], bitmask, indices=[2])
+    tokamata.fill_bitmasks([_matcher()], bitmask, indices=np.array([1], dtype=np.int64))
+    assert not bitmask[0].any() and bitmask[1].any()
+    with pytest.raises(InvalidArgument):
+        _matcher().fill_bitmask(bitmask, 2**31)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.bool_, np.complex64])
+def test_apply_bitmask_needs_float_logits(dtype: Any) -> None:
+    logits = np.zeros((1, VOCAB.size), dtype=dtype)
+    with pytest.raises(InvalidArgument, match="floating point"):
+        tokamata.apply_bitmask(logits, tokamata.allocate_bitmask(1, VOCAB.size))
+    assert not logits.any()
+
+
+def test_apply_bitmask_torch_needs_float_logits() -> None:
+    torch = pytest.importorskip("torch")
+    for dtype in (torch.int32, torch.int64, torch.bool):
+        with pytest.raises(InvalidArgument, match="floating point"):
+            tokamata.apply_bitmask(torch.zeros(1, VOCAB.size, dtype=dtype),
+                                   tokamata.allocate_bitmask(1, VOCAB.size))
+    logits = torch.zeros(1, VOCAB.size, dtype=torch.float16)
+    tokamata.apply_bitmask(logits, tokamata.allocate_bitmask(1, VOCAB.size))
+    assert bool(torch.isinf(logits).all())

@@ -3,7 +3,8 @@
 
 Invariant: ``apply_bitmask`` sets the logits of disallowed tokens to ``-inf`` in place (bit t
 of a row set <=> logit t kept), and columns past the bitmask's width are disallowed; the numpy
-and the torch paths agree.
+and the torch paths agree. Logits must be floating point (an integer array cannot hold
+``-inf``): anything else raises :class:`InvalidArgument` before anything is written.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def apply_bitmask(logits, bitmask):
         return apply_bitmask_torch(logits, bitmask)
     if not isinstance(logits, np.ndarray):
         raise InvalidArgument(f"logits must be a numpy array or torch tensor, got {type(logits).__name__}")
+    if logits.dtype.kind != "f":
+        raise InvalidArgument(f"logits must be floating point to hold -inf, got dtype {logits.dtype}")
     mask = np.asarray(bitmask)
     if mask.dtype != np.int32:
         raise InvalidArgument(f"bitmask dtype must be int32, got {mask.dtype}")

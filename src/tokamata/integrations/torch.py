@@ -36,7 +36,9 @@ def bitmask_to_bool(bitmask, vocab_size: int, device=None):
 
 
 def apply_bitmask_torch(logits, bitmask):
-    """In place: logits[~allowed] = -inf. ``logits`` is ``[V]`` or ``[B, V]``."""
+    """In place: logits[~allowed] = -inf. ``logits`` is ``[V]`` or ``[B, V]``, floating point."""
+    if not logits.is_floating_point():
+        raise InvalidArgument(f"logits must be floating point to hold -inf, got dtype {logits.dtype}")
     squeeze = logits.dim() == 1
     view = logits.unsqueeze(0) if squeeze else logits
     if view.dim() != 2:
