@@ -373,17 +373,21 @@ bool MatcherCore::is_accepting() {
 ConsumeStatus MatcherCore::consume(int32_t token) {
   if (token < 0 || token >= constraint_->vocab_size()) return kOutOfRange;
   if (terminated_) return kRefused;
-  if (constraint_->ends_output(token)) {
-    if (!is_accepting()) return kRefused;
-    terminated_ = true;
-    return kAccepted;
-  }
-  if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
+  if (constraint_->ends_output(token)) return end_output();
+  // an EOS id a special terminal spells too: the parser first, else the end of the output
+  const bool eos = constraint_->is_eos(token);
+  if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return eos ? end_output() : kRefused;
   constraint_->advance(stack_.data() + starts_.back(), num_configurations(), token, scratch_);
-  if (scratch_.empty()) return kRefused;
+  if (scratch_.empty()) return eos ? end_output() : kRefused;
   starts_.push_back(static_cast<uint32_t>(stack_.size()));
   stack_.insert(stack_.end(), scratch_.begin(), scratch_.end());
   mask_.reset();
+  return kAccepted;
+}
+
+ConsumeStatus MatcherCore::end_output() {
+  if (!is_accepting()) return kRefused;
+  terminated_ = true;
   return kAccepted;
 }
 
@@ -397,6 +401,7 @@ int32_t MatcherCore::consume_if_cached(int32_t token) {
     terminated_ = true;
     return kAccepted;
   }
+  if (constraint_->is_eos(token)) return -1;  // spelled by a special terminal too: consume() decides
   if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
   if (constraint_->strategy() == Strategy::kRegular) {
     if (!mask_) return -1;  // (the lexer's advance needs the token known to be allowed)

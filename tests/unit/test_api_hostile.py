@@ -172,3 +172,74 @@ def test_apply_bitmask_torch_needs_float_logits() -> None:
     logits = torch.zeros(1, VOCAB.size, dtype=torch.float16)
     tokamata.apply_bitmask(logits, tokamata.allocate_bitmask(1, VOCAB.size))
     assert bool(torch.isinf(logits).all())
+
+
+# ------------------------------------------------------------------ an EOS id the grammar spells
+
+
+def _allowed(m: tokamata.Matcher) -> set[int]:
+    return set(m.allowed_tokens().tolist())
+
+
+def _sound(m: tokamata.Matcher, tokens: list[int]) -> None:
+    """For each of ``tokens``: allowed by the mask iff a copy of ``m`` consumes it."""
+    allowed = _allowed(m)
+    for t in tokens:
+        assert (t in allowed) == m.copy().consume(t), t
+
+
+def test_eos_spelled_by_the_grammar_llama3() -> None:
+    """``start: "yes" <|eot_id|>``: after ``yes<|eot_id|>`` the mask allowed ``<|eot_id|>``
+    (the output is complete) but ``consume`` gave it to the parser, which refused it, so a
+    decoding loop never ended."""
+    from real_tokenizers import llama3
+
+    tokenizer = llama3()
+    vocab = tokenizer.vocab
+    eot = vocab.special_token_names["<|eot_id|>"][0]
+    assert eot in vocab.eos_token_ids
+    watched = sorted({eot, *vocab.eos_token_ids, *tokenizer.encode("yes")})
+    for compile_, text in ((tokamata.compile_grammar, 'start: "yes" <|eot_id|>'),
+                           (tokamata.compile_gbnf, 'root ::= "yes" <|eot_id|>')):
+        m = compile_(text, vocab).matcher()
+        _sound(m, watched)
+        assert eot not in _allowed(m) and not m.consume(eot)
+        assert m.consume_many(tokenizer.encode("yes")) == len(tokenizer.encode("yes"))
+        _sound(m, watched)
+        assert _allowed(m) == {eot} and not m.is_accepting()
+        assert m.consume(eot) and m.is_accepting() and not m.is_terminated()  # the grammar's
+        _sound(m, watched)
+        assert _allowed(m) == set(vocab.eos_token_ids)
+        assert m.consume(eot) and m.is_terminated()  # the end of the output
+        assert _allowed(m) == set() and not m.consume(eot)
+        m.rollback(1)
+        assert not m.is_terminated() and m.num_consumed == 2
+        # a decoding loop that always picks <|eot_id|> when allowed ends
+        m = compile_(text, vocab).matcher()
+        m.consume_many(tokenizer.encode("yes"))
+        steps = 0
+        while not m.is_terminated() and steps < 10:
+            assert m.consume(eot)
+            steps += 1
+        assert m.is_terminated() and steps == 2
+
+
+@pytest.mark.parametrize("text, script", [
+    # (tokens fed, each with whether it is accepted; "E" is the EOS id the grammar spells)
+    ('start: "a" <|e|> "b"', [("E", False), ("a", True), ("E", True), ("E", False), ("b", True),
+                              ("E", True), ("E", False)]),
+    ('start: "a" <|e|>?', [("a", True), ("E", True), ("E", True), ("a", False)]),
+    ('start: "a" <|e|>*', [("a", True), ("E", True), ("E", True), ("E", True)]),
+    ('start: <|e|> | "a"', [("E", True), ("E", True), ("E", False)]),
+])
+def test_eos_spelled_by_the_grammar(text: str, script: list[tuple[str, bool]]) -> None:
+    """The mask and consume agree at every step; the grammar takes the EOS id where it can,
+    else it ends the output where the output is complete."""
+    vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", None], eos_token_ids=[2],
+                                                 special_tokens={"<|e|>": 2})
+    ids = {"a": 0, "b": 1, "E": 2}
+    m = tokamata.compile_grammar(text, vocab).matcher()
+    for name, accepted in script:
+        _sound(m, [0, 1, 2])
+        assert m.consume(ids[name]) == accepted, (name, m)
+    _sound(m, [0, 1, 2])

@@ -23,7 +23,11 @@
 //   out; a matcher holds the mask of its position, so eviction never invalidates it).
 // - consume accepts a token iff fill sets its bit: EOS ids (not spelled by a special
 //   terminal) iff the position accepts, a special token iff the parser takes one of its
-//   terminals at a boundary, a text token iff its bytes lead some configuration on.
+//   terminals at a boundary, a text token iff its bytes lead some configuration on. An EOS
+//   id that a special terminal also spells (`start: "yes" <|eot_id|>` over Llama 3) is set
+//   iff either holds; consume gives it to the parser where the parser takes it, and else
+//   ends the output (the position accepts): the grammar's own use comes first, and a
+//   complete output can always end.
 // - After EOS is consumed the matcher is terminated: only EOS ids are set when filling and
 //   only rollback changes it. history holds every position since the start, so rollback(n)
 //   restores exactly the position n tokens ago (EOS counts as a token).
@@ -84,6 +88,8 @@ class ConstraintCore {
   int32_t num_words() const { return lexer_->num_words(); }
   // EOS ids that no special terminal spells: consumed as the end of the output.
   bool ends_output(int32_t token) const { return lexer_->is_eos(token) && !special_of_token_.count(token); }
+  // Every EOS id, those a special terminal spells too (see consume).
+  bool is_eos(int32_t token) const { return lexer_->is_eos(token); }
 
   // The mask of a position (computed and cached on first use). Without the GIL.
   MaskPtr mask(const Configuration* position, size_t size);
@@ -175,6 +181,8 @@ class MatcherCore {
 
  private:
   const MaskPtr& current_mask();
+  // Consumes an EOS id as the end of the output: accepted iff the position accepts.
+  ConsumeStatus end_output();
   void write(const TokenRow* row, uint32_t* out, int64_t num_words) const;
 
   std::shared_ptr<ConstraintCore> constraint_;
