@@ -11,7 +11,8 @@ Invariants:
   run without the GIL. A matcher is used by one thread at a time; constraints are shared.
 - Argument errors (token ids out of range, bitmask of the wrong dtype/shape/device) raise
   :class:`InvalidArgument` before anything is written or consumed: ``consume_many`` checks
-  every id before consuming the first. A token id is an ``int`` or an integer scalar (numpy
+  every id before consuming the first, and a :class:`LimitExceeded` in its middle rolls back
+  what it consumed (nothing or all it reports). A token id is an ``int`` or an integer scalar (numpy
   integer, 0-d integer array or tensor); a float, even an integral one, or a bool is refused,
   never truncated.
 """
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from .bitmask import check_bitmask
-from .errors import InvalidArgument
+from .errors import InvalidArgument, TokamataError
 
 __all__ = ["Matcher", "fill_bitmasks"]
 
@@ -73,14 +74,21 @@ class Matcher:
         """Consume tokens in order; returns how many were accepted before the first refusal.
 
         Every id is checked first: an id that is not an int in ``[0, vocab_size)`` raises
-        :class:`InvalidArgument` with nothing consumed."""
+        :class:`InvalidArgument` with nothing consumed. An error while consuming (a
+        :class:`LimitExceeded` from a limit reached by a later token) rolls back the tokens
+        this call consumed before it is raised: the call consumes all it reports or nothing."""
         if isinstance(token_ids, (str, bytes, bytearray, memoryview)) or not isinstance(token_ids, Iterable):
             raise InvalidArgument(f"token ids must be an iterable of ints, got {type(token_ids).__name__}")
         tokens = [_token_id(t) for t in token_ids]
         for t in tokens:
             if not 0 <= t < self.constraint.vocab_size:
                 raise InvalidArgument(f"token id {t} out of range [0, {self.constraint.vocab_size})")
-        count, _ = self._core.consume_many(np.asarray(tokens, dtype=np.int32))
+        before = self._core.history_length
+        try:
+            count, _ = self._core.consume_many(np.asarray(tokens, dtype=np.int32))
+        except TokamataError:
+            self._core.rollback(self._core.history_length - before)
+            raise
         return count
 
     def rollback(self, n: int = 1) -> None:

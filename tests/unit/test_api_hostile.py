@@ -127,6 +127,19 @@ def test_consume_many_checks_every_id_first(tokens: Any) -> None:
     assert m.consume_many([97, 98]) == 2
 
 
+@pytest.mark.parametrize("grammar", ['start: A A A A\nA: "a"+', 'start: x+\nx: "a" | "aa" | "aaa"'])
+def test_consume_many_is_atomic_on_a_limit(grammar: str) -> None:
+    """A LimitExceeded from the third token left two consumed, the count lost."""
+    c = tokamata.compile_grammar(grammar, VOCAB, limits=Limits(max_lexer_configurations=2))
+    m = c.matcher()
+    m.consume(97)
+    with pytest.raises(tokamata.LimitExceeded) as info:
+        m.consume_many([97] * 10)
+    assert info.value.limit == "max_lexer_configurations"
+    assert m.num_consumed == 1
+    assert m.consume_many([]) == 0 and m.num_consumed == 1
+
+
 def test_consume_many_refusal_is_a_count_not_an_error() -> None:
     m = _matcher()
     assert m.consume_many([97, 98, 97, 98]) == 2 and m.num_consumed == 2
