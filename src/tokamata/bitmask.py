@@ -8,6 +8,8 @@ width are disallowed.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .errors import InvalidArgument
@@ -40,8 +42,13 @@ def token_bitmask_row(token_ids, vocab_size: int) -> np.ndarray:
     [1, 2]
     """
     row = np.zeros(bitmask_width(vocab_size), dtype=np.uint32)
-    for t in token_ids:
-        t = int(t)
+    for token in token_ids:
+        try:  # ints and integer scalars; a float is refused, never truncated
+            t = operator.index(token)
+        except TypeError:
+            raise InvalidArgument(f"token id must be an int, got {type(token).__name__} {token!r:.40}") from None
+        if isinstance(token, bool):
+            raise InvalidArgument("token id must be an int, got bool")
         if not 0 <= t < vocab_size:
             raise InvalidArgument(f"token id {t} out of range [0, {vocab_size})")
         row[t >> 5] |= np.uint32(1 << (t & 31))

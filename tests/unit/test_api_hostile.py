@@ -168,6 +168,15 @@ def test_fill_bitmasks_other_arguments() -> None:
         _matcher().fill_bitmask(bitmask, 2**31)
 
 
+def test_token_bitmask_row_refuses_floats() -> None:
+    from tokamata.bitmask import token_bitmask_row
+
+    for bad in ([1.5], [np.float64(1.0)], [True], [None], [2**40]):
+        with pytest.raises(InvalidArgument):
+            token_bitmask_row(bad, 40)
+    assert token_bitmask_row([np.int64(33), np.array(1)], 40).tolist() == [2, 2]
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.bool_, np.complex64])
 def test_apply_bitmask_needs_float_logits(dtype: Any) -> None:
     logits = np.zeros((1, VOCAB.size), dtype=dtype)
