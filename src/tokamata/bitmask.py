@@ -27,10 +27,10 @@ def allocate_bitmask(batch: int, vocab_size: int) -> np.ndarray:
     >>> allocate_bitmask(2, 100).shape
     (2, 4)
     """
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch <= 0:
-        raise InvalidArgument(f"batch must be a positive int, got {batch!r}")
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or vocab_size <= 0:
-        raise InvalidArgument(f"vocab_size must be a positive int, got {vocab_size!r}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or not 0 < batch < 2**31:
+        raise InvalidArgument(f"batch must be an int in [1, 2**31), got {batch!r}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)) or not 0 < vocab_size < 2**31:
+        raise InvalidArgument(f"vocab_size must be an int in [1, 2**31), got {vocab_size!r}")
     return np.zeros((int(batch), bitmask_width(vocab_size)), dtype=np.int32)
 
 

@@ -79,7 +79,10 @@ class Matcher:
         this call consumed before it is raised: the call consumes all it reports or nothing."""
         if isinstance(token_ids, (str, bytes, bytearray, memoryview)) or not isinstance(token_ids, Iterable):
             raise InvalidArgument(f"token ids must be an iterable of ints, got {type(token_ids).__name__}")
-        tokens = [_token_id(t) for t in token_ids]
+        try:
+            tokens = [_token_id(t) for t in token_ids]
+        except TypeError:  # (a 0-d array is an Iterable that cannot be iterated)
+            raise InvalidArgument(f"token ids must be an iterable of ints, got {type(token_ids).__name__}") from None
         for t in tokens:
             if not 0 <= t < self.constraint.vocab_size:
                 raise InvalidArgument(f"token id {t} out of range [0, {self.constraint.vocab_size})")

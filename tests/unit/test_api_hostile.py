@@ -116,7 +116,7 @@ def test_consume_torch_scalars() -> None:
 
 @pytest.mark.parametrize("tokens", [
     [97, 98, -1], [97, 2**40], [97, 98.5], [97, None], [97, np.array(98.0)], [97, True],
-    np.array([97, 98, 257]), None, 5, "ab", b"ab", 97.0,
+    np.array([97, 98, 257]), None, 5, "ab", b"ab", 97.0, np.array(97),
 ], ids=repr)
 def test_consume_many_checks_every_id_first(tokens: Any) -> None:
     """Nothing is consumed when any id is bad (``[98, -1]`` consumed 98 and then raised)."""
@@ -166,6 +166,14 @@ def test_fill_bitmasks_other_arguments() -> None:
     assert not bitmask[0].any() and bitmask[1].any()
     with pytest.raises(InvalidArgument):
         _matcher().fill_bitmask(bitmask, 2**31)
+
+
+@pytest.mark.parametrize("batch, vocab_size", [(2**31, 257), (2**63, 257), (1, 2**31), (1, 2**63), (0, 257),
+                                               (1.0, 257), (1, 257.0)])
+def test_allocate_bitmask_bounds(batch: Any, vocab_size: Any) -> None:
+    """2**31 rows was a MemoryError, 2**63 numpy's ValueError."""
+    with pytest.raises(InvalidArgument):
+        tokamata.allocate_bitmask(batch, vocab_size)
 
 
 def test_token_bitmask_row_refuses_floats() -> None:
