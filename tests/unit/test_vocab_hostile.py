@@ -287,6 +287,25 @@ def test_dev_zero_reads_at_most_the_bound() -> None:
     assert peak_kib < 2 * bound_kib + 400_000  # the bound (once or twice) plus the interpreter
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_named_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Opening a named pipe for reading blocks until a writer comes: it hung."""
+    os.mkfifo(tmp_path / "tokenizer.json")
+    with pytest.raises(VocabularyError, match="pipe"):
+        Vocabulary.from_tokenizer_json(tmp_path)
+    model = tmp_path / "model"
+    model.mkdir()
+    os.mkfifo(model / "tokenizer_config.json")
+    with pytest.raises(VocabularyError, match="pipe"):
+        Vocabulary.from_tokenizer_json(_write(model, _tokenizer()))
+
+
+def test_config_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "generation_config.json").mkdir()
+    with pytest.raises(VocabularyError, match="cannot read"):
+        Vocabulary.from_tokenizer_json(_write(tmp_path, _tokenizer()))
+
+
 def test_vocabulary_size_bound() -> None:
     with pytest.raises(LimitExceeded) as info:
         Vocabulary.from_token_bytes([b"a", None], [1], size=2**40)

@@ -45,6 +45,7 @@ import json
 import operator
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
 from itertools import accumulate, count
@@ -164,16 +165,24 @@ def byte_level_decode(token: str) -> bytes | None:
 def _read_file(file: str, limits: Limits) -> bytes | None:
     """The bytes of ``file`` (``None`` if it does not exist), reading at most
     ``limits.max_file_bytes + 1`` bytes: one more than the bound raises :class:`LimitExceeded`
-    (``/dev/zero`` and named pipes have no size to check first)."""
+    (``/dev/zero`` has no size to check first). A named pipe or socket is refused, not waited
+    on (opening one blocks until another process writes to it)."""
     bound = limits.max_file_bytes
     try:
-        with open(file, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > bound:
-                raise LimitExceeded("max_file_bytes", size, bound)
-            raw = f.read(bound + 1)
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
+    except OSError as e:
+        raise VocabularyError(f"cannot read {file!r}: {e.strerror or e}") from e
+    try:
+        with os.fdopen(fd, "rb") as f:
+            status = os.fstat(fd)
+            if stat.S_ISFIFO(status.st_mode) or stat.S_ISSOCK(status.st_mode):
+                raise VocabularyError(f"cannot read {file!r}: a pipe or socket, not a file")
+            if status.st_size > bound:
+                raise LimitExceeded("max_file_bytes", status.st_size, bound)
+            os.set_blocking(fd, True)
+            raw = f.read(bound + 1)
     except OSError as e:
         raise VocabularyError(f"cannot read {file!r}: {e.strerror or e}") from e
     if len(raw) > bound:
