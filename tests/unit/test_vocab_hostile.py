@@ -410,6 +410,18 @@ def test_gguf_hostile(tmp_path: Path, what: str, content: bytes, error: type[Tok
         assert isinstance(info.value, LimitExceeded) and info.value.limit == limit
 
 
+def test_gguf_not_a_regular_file(tmp_path: Path) -> None:
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.gguf")
+        with pytest.raises(VocabularyError, match="not a regular file"):
+            Vocabulary.from_gguf(tmp_path / "pipe.gguf")  # it blocked in open()
+    with pytest.raises(VocabularyError, match="cannot read GGUF file"):
+        Vocabulary.from_gguf(tmp_path)
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(VocabularyError, match="not a regular file"):
+            Vocabulary.from_gguf("/dev/zero")
+
+
 def test_gguf_limits(tmp_path: Path) -> None:
     path = tmp_path / "v.gguf"
     path.write_bytes(_gguf(_kv("general.junk", 9, _nested_arrays(10)), MODEL, TOKENS, TYPES, EOS))

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 from collections.abc import Sequence
 from typing import Any, TypeGuard
@@ -150,8 +151,11 @@ def read_metadata(path: str, wanted: frozenset[str], limits: Limits = DEFAULT_LI
     ``bytes``; numeric arrays are lists of numbers. Arrays of arrays nest at most
     ``limits.max_nesting_depth`` deep.
     """
-    try:
-        with open(path, "rb") as f:
+    try:  # (non-blocking: opening a named pipe would wait for a writer)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise VocabularyError(f"cannot read GGUF file {path!r}: not a regular file")
             try:
                 buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             except ValueError:  # empty file
