@@ -12,9 +12,9 @@ Invariants:
 - Argument errors (token ids out of range, bitmask of the wrong dtype/shape/device) raise
   :class:`InvalidArgument` before anything is written or consumed: ``consume_many`` checks
   every id before consuming the first, and a :class:`LimitExceeded` in its middle rolls back
-  what it consumed (nothing or all it reports). A token id is an ``int`` or an integer scalar (numpy
-  integer, 0-d integer array or tensor); a float, even an integral one, or a bool is refused,
-  never truncated.
+  what it consumed (nothing or all it reports). A token id is an ``int`` or an integer
+  scalar (numpy integer, 0-d integer array or tensor); a float, even an integral one, or a
+  bool is refused, never truncated.
 """
 
 from __future__ import annotations
