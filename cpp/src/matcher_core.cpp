@@ -155,7 +155,6 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
     }
   }
   mask->accepting = configuration_accepting(c);
-  for (uint32_t w : mask->bits) mask->num_allowed += __builtin_popcount(w);
   MaskPtr done = std::move(mask);
   remember(c, done);
   return done;
@@ -190,7 +189,6 @@ MaskPtr ConstraintCore::mask(const Configuration* position, size_t size) {
     or_into(mask->bits, part->bits);
     mask->accepting = mask->accepting || part->accepting;
   }
-  for (uint32_t w : mask->bits) mask->num_allowed += __builtin_popcount(w);
   MaskPtr done = std::move(mask);
   remember(std::move(key), done);
   return done;

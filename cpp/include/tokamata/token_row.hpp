@@ -118,6 +118,9 @@ class LazyDfa {
 struct TokenRow {
   std::vector<uint32_t> bits;  // ceil(vocab_size / 32) words
   bool accepting = false;
+  // tokens set in bits, for a lexer DFA's inside rows (token_row.cpp, token_slices.cpp); a
+  // grammar mask (matcher_core.cpp) leaves it 0: nothing reads it, and counting it took about
+  // 85,000 instructions per new Llama 3 mask (a libgcc call per word: no -mpopcnt here)
   int32_t num_allowed = 0;
 };
 
