@@ -10,6 +10,8 @@ Invariants:
 - Arguments are checked first (:class:`InvalidArgument` naming the argument): limits,
   vocabulary, text types, ``start`` (a str), ``registry`` (a mapping or ``None``),
   ``approximate`` (a collection of str, not a lone str).
+- Each compile runs under one deadline (:mod:`.deadline`, ``Limits.max_compile_seconds``)
+  from the call on: front end, grammar passes, and the lexer's states, then and later.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from .automata import derivatives as d
 from .caches import clear_caches
 from .constraint import Constraint
+from .deadline import compile_deadline
 from .errors import InvalidArgument, InvalidSyntax
 from .grammar.ir import Grammar, check_grammar, lexeme_grammar
 from .limits import DEFAULT_LIMITS, Limits
@@ -55,12 +58,13 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constrai
     """
     limits = _limits(limits)
     _check_vocab(vocab)
-    tree = parse_regex(_text(pattern, "pattern"), limits)
-    expr = lower(tree)
-    if expr is d.NOTHING:
-        raise InvalidSyntax("the regex matches no string (empty language)", text=pattern,
-                            span=(0, len(pattern)))
-    return Constraint(lexeme_grammar("REGEX", expr), vocab, limits, "regex", source=pattern)
+    with compile_deadline(limits):
+        tree = parse_regex(_text(pattern, "pattern"), limits)
+        expr = lower(tree)
+        if expr is d.NOTHING:
+            raise InvalidSyntax("the regex matches no string (empty language)", text=pattern,
+                                span=(0, len(pattern)))
+        return Constraint(lexeme_grammar("REGEX", expr), vocab, limits, "regex", source=pattern)
 
 
 def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,
@@ -69,7 +73,8 @@ def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,
     limits = _limits(limits)
     if not isinstance(grammar, Grammar):
         raise InvalidArgument(f"grammar must be a tokamata Grammar, got {type(grammar).__name__}")
-    return _constraint(grammar, vocab, limits, description)
+    with compile_deadline(limits):
+        return _constraint(grammar, vocab, limits, description)
 
 
 def _limits(limits: Limits | None) -> Limits:
@@ -124,8 +129,9 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     from .syntax.lark import parse_lark
 
     limits = _limits(limits)
-    grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
-    return _constraint(grammar, vocab, limits, "lark grammar", source=text)
+    with compile_deadline(limits):
+        grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
+        return _constraint(grammar, vocab, limits, "lark grammar", source=text)
 
 
 def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None) -> Constraint:
@@ -133,8 +139,9 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
     from .syntax.gbnf import parse_gbnf
 
     limits = _limits(limits)
-    grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
-    return _constraint(grammar, vocab, limits, "GBNF grammar", source=text)
+    with compile_deadline(limits):
+        grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
+        return _constraint(grammar, vocab, limits, "GBNF grammar", source=text)
 
 
 def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -> Constraint:
@@ -150,7 +157,8 @@ def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -
     """
     limits = _limits(limits)
     bound = whitespace_bound(whitespace)
-    return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}")
+    with compile_deadline(limits):
+        return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}")
 
 
 def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: bool = False,
@@ -183,8 +191,9 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
     from .syntax.json_schema import schema_to_grammar
 
     limits = _limits(limits)
-    grammar, report = schema_to_grammar(
-        schema, limits, whitespace=whitespace, strict=strict, approximate=_approximate(approximate),
-        ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
-        max_whitespace=max_whitespace, registry=_registry(registry))
-    return _constraint(grammar, vocab, limits, "JSON Schema", approximations=tuple(report))
+    with compile_deadline(limits):
+        grammar, report = schema_to_grammar(
+            schema, limits, whitespace=whitespace, strict=strict, approximate=_approximate(approximate),
+            ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
+            max_whitespace=max_whitespace, registry=_registry(registry))
+        return _constraint(grammar, vocab, limits, "JSON Schema", approximations=tuple(report))

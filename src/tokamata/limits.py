@@ -41,7 +41,9 @@ class Limits:
     #: byte-level DFA states built (lazily) for one constraint; each state decoding reaches
     #: also holds one token row of ceil(V/32) * 4 bytes
     max_dfa_states: int = 10_000
-    #: wall-clock seconds spent building automaton states for one constraint, in total
+    #: wall-clock seconds one constraint may spend compiling, in total: its front end, grammar
+    #: passes and intersections from the compile call on, and the lexer's automaton states
+    #: built lazily afterwards, while decoding (see :mod:`tokamata.deadline`)
     max_compile_seconds: float = 10.0
     #: grammar size: symbols over all rules (each rule counts its right-hand side plus one)
     max_grammar_symbols: int = 200_000

@@ -31,6 +31,7 @@ from typing import Dict
 import numpy as np
 
 from ..caches import register_process_cache
+from ..deadline import check_deadline
 
 from .derivatives import (NOTHING, Expr, Kind, alternation, byte_set, cuts, derivative, describe, intern_node,
                           is_interned, register_kind)
@@ -173,6 +174,7 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
     from ..limits import DEFAULT_LIMITS
     from . import native
 
+    check_deadline()  # (each native search is bounded by its budget; many of them add up)
     budget = (limits or DEFAULT_LIMITS).max_dfa_states
     bridge = native.bridge()
     if kind == _AND:

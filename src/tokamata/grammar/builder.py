@@ -19,6 +19,8 @@ Invariants:
   other expansion a front end announces (:meth:`GrammarBuilder.check_room`,
   :meth:`GrammarBuilder.check_count`) is made, so ``x{100000000}`` fails fast. Every breach is
   ``LimitExceeded("max_grammar_symbols", value, limit)``.
+- One time budget: adding rules and the regular-rule pass check the compile's deadline
+  (:mod:`tokamata.deadline`, ``Limits.max_compile_seconds``).
 - What a front end's grammar means is declared when the builder is made, never guessed from
   the front end: ``character_level`` (no lexer semantics: GBNF, JSON, JSON Schema) allows the
   regular-rule pass to merge rules into terminals (:mod:`.regular_rules`, mode ``inlining``);
@@ -38,6 +40,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 from ..automata import derivatives as d
+from ..deadline import check_deadline
 from ..errors import LimitExceeded, TokamataError, Unsupported
 from ..limits import Limits
 from .dead_rules import drop_dead_rules, start_is_productive
@@ -158,6 +161,8 @@ class GrammarBuilder:
             raise LimitExceeded("max_grammar_symbols", size, self.limits.max_grammar_symbols)
         self._size = size
         self._rules.append(Rule(-lhs - 1, tuple(rhs), origin))
+        if not len(self._rules) & 1023:
+            check_deadline()
 
     # -------------------------------------------------------------------------- budget
 

@@ -15,6 +15,9 @@ Invariants:
   live) and the boundary nodes (where some terminal may end) do not depend on which terminal
   is which, so the "inside a JSON string" state of every schema shares one row, whatever its
   terminal's index. ``ends(state)`` does depend on the tags and is never shared.
+- The DFA's time budget is what is left of the compile's (``Limits.max_compile_seconds``
+  from the compile call on, :mod:`tokamata.deadline`): one budget covers the front end and
+  every state the DFA builds, while compiling and while decoding.
 - ``start(terminals)`` is the state for "a lexeme of one of these terminals begins here"; it
   is ``DEAD`` when none of them is a text terminal. Start states are added to the DFA's state
   list like any other state; the C++ side learns of them through ``state_records``.
@@ -30,6 +33,7 @@ from .. import _core
 from ..automata import derivatives as d
 from ..automata import native
 from ..automata.dfa import DEAD, KEY_LATER, global_class_starts
+from ..deadline import remaining_seconds
 from ..limits import Limits
 from .ir import Grammar
 
@@ -56,7 +60,7 @@ class Lexer:
         # state first needs them)
         starts = global_class_starts(*(terminal.expr for terminal in grammar.terminals if terminal.expr is not None))
         self.dfa = _core.DerivativeDfa(self.bridge.arena, np.asarray(starts, dtype=np.int32), self.bridge.key_base,
-                                       limits.max_dfa_states, limits.max_compile_seconds)
+                                       limits.max_dfa_states, remaining_seconds(limits))
         self._starts: dict[frozenset[int], int] = {}
         self._ends: dict[int, tuple[int, ...]] = {}
 

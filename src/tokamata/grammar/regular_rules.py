@@ -43,6 +43,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from ..automata import derivatives as d
+from ..deadline import check_deadline
 from .ebnf import LEAVES, UNBOUNDED, Alt, Chars, Literal, Node, Ref, Repeat, RuleDef, Seq, Token, options_of, walk
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class RegularRules:
         self.inlined_rules: set[str] = set()  # ... and are part of their (only) user's terminal
         if mode != "plain":
             for name in self._regular_rules_in_order():  # callees before callers
+                check_deadline()
                 self.regular_rules.add(name)
                 body = self.rules[name].body
                 self._rule_expr[name] = self.expr(body)
@@ -97,6 +99,7 @@ class RegularRules:
         """Emit the rules reachable from ``start``; returns its nonterminal symbol."""
         symbol = self.rule_symbol(start)
         while self._pending:
+            check_deadline()
             name = self._pending.pop()
             self.current = name
             definition = self.rules[name]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..deadline import compile_deadline
 from ..errors import InvalidSyntax, LimitExceeded
 from ..grammar.builder import GrammarBuilder
 from ..grammar.ir import Grammar
@@ -69,13 +70,18 @@ def _parse(text: str, vocab: Any, limits: Limits, start: str, mode: str) -> Gram
     if len(text) > limits.max_pattern_length:
         raise LimitExceeded("max_pattern_length", len(text), limits.max_pattern_length)
     try:
-        parser = Parser(text, vocab, limits)
-        parser.parse()
-        parser.check_references(start)
-        builder = GrammarBuilder(text, limits, character_level=True, inlining=mode)
-        for definition in parser.rules.values():
-            builder.define(definition)
-        return builder.build(start)
+        with compile_deadline(limits):
+            return _lower(text, vocab, limits, start, mode)
     except RecursionError:
         raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
                             limits.max_nesting_depth) from None
+
+
+def _lower(text: str, vocab: Any, limits: Limits, start: str, mode: str) -> Grammar:
+    parser = Parser(text, vocab, limits)
+    parser.parse()
+    parser.check_references(start)
+    builder = GrammarBuilder(text, limits, character_level=True, inlining=mode)
+    for definition in parser.rules.values():
+        builder.define(definition)
+    return builder.build(start)

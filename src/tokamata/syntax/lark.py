@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..automata import derivatives as d
+from ..deadline import check_deadline, compile_deadline
 from .regex_lower import lower
 from ..errors import SchemaError, InvalidArgument, InvalidSyntax, LimitExceeded, Unsupported
 from ..grammar.builder import GrammarBuilder
@@ -91,8 +92,9 @@ def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: st
     """
     if not isinstance(text, str):
         raise InvalidSyntax(f"a grammar must be a str, got {type(text).__name__}")
-    source, statements = parse_statements(text, limits)
-    return _Lowering(source, vocab, limits, registry).run(statements, start)
+    with compile_deadline(limits):
+        source, statements = parse_statements(text, limits)
+        return _Lowering(source, vocab, limits, registry).run(statements, start)
 
 
 @dataclass
@@ -139,9 +141,11 @@ class _Lowering:
         for name in self.rules:  # nonterminal indices follow the order of definition
             b.nonterminal(name)
         for name in self.terminals:
+            check_deadline()
             if self.terminals[name].body is not None:
                 self.terminal_expr(name, self.terminals[name].span)
         for name, rule in self.rules.items():
+            check_deadline()
             lhs = b.nonterminal(name)
             options = rule.body.options if isinstance(rule.body, Alt) else (rule.body,)
             for option in options:

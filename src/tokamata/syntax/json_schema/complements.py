@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional
 from ...automata import boolean
 
 from ...automata import derivatives as d
+from ...deadline import check_deadline
 from ...errors import SchemaError, Unsupported
 from . import lexemes as lx
 from . import numbers as nm
@@ -106,6 +107,7 @@ class Complements:
                     kept.extend(intersect(rest, Node(objects=tuple(touching)), self.limits, self._prune).objects)
                 return tuple(dict.fromkeys(kept))
         for other in removed:
+            check_deadline()
             if not pieces:
                 break
             if other.is_any:

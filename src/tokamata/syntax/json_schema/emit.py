@@ -34,6 +34,7 @@ from __future__ import annotations
 from ...automata import boolean
 
 from ...automata import derivatives as d
+from ...deadline import check_deadline
 from ...errors import SchemaError, Unsupported
 from ...grammar.builder import GrammarBuilder
 from ...grammar.ir import Grammar
@@ -113,6 +114,7 @@ class Emitter:
             self.rule(start, [top, ws])
             self.rule(start, [ws, top, ws])
         while self._pending or self._deferred:
+            check_deadline()
             if self._deferred:
                 self._deferred.pop()()
                 continue

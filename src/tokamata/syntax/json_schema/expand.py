@@ -34,6 +34,7 @@ from typing import Any, Optional
 from ...automata import boolean
 
 from ...automata import derivatives as d
+from ...deadline import check_deadline
 from ...errors import LimitExceeded, SchemaError, Unsupported
 from ...limits import Limits
 from . import formats as fm
@@ -122,8 +123,11 @@ class Expander(Complements):
         if location in self._expanding:
             raise SchemaError("the schema refers to itself without descending into a member (infinite "
                               "recursion)", pointer=pointer(path))
-        if len(self._expanding) > self.limits.max_nesting_depth:
-            raise LimitExceeded("max_nesting_depth", len(self._expanding), self.limits.max_nesting_depth)
+        if len(self._expanding) > self.limits.max_nesting_depth:  # ($ref chains, nested applicators)
+            error = LimitExceeded("max_nesting_depth", len(self._expanding), self.limits.max_nesting_depth)
+            error.pointer = pointer(path)
+            raise error
+        check_deadline()
         self._expanding.add(location)
         outer, self._context = self._context, self.doc.context(location)
         try:
@@ -223,6 +227,7 @@ class Expander(Complements):
         result = EMPTY  # oneOf: each member minus all the others
         for i, node in enumerate(nodes):
             only_this = node
+            check_deadline()
             for j, other in enumerate(nodes):
                 if i != j:
                     only_this = self.difference(only_this, other, path)

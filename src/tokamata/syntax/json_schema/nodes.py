@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Callable, FrozenSet, Hashable, Optional, Tuple
 from ...automata import boolean
 
 from ...automata import derivatives as d
+from ...deadline import check_deadline
 from ...errors import LimitExceeded
 from ...limits import Limits
 from . import lexemes as lx
@@ -350,6 +351,7 @@ def _product(xs: tuple, ys: tuple, combine: Callable, limits: Limits, empty) -> 
         raise LimitExceeded("max_grammar_symbols", len(xs) * len(ys), MAX_SHAPES)
     out = []
     for x in xs:
+        check_deadline()
         for y in ys:
             z = combine(x, y, limits)
             if z is not None and not (empty and _needs_empty(z, empty)):

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
+from ...deadline import check_deadline
 from ...errors import InvalidArgument, SchemaError, Unsupported
 
 __all__ = ["Document", "pointer", "DRAFTS", "unsupported", "draft_number", "Remote", "Context"]
@@ -244,6 +245,7 @@ class Document:
 
     # -- walking ----------------------------------------------------------------------------
     def _walk(self, schema: Any, path: Path, base: str, draft: int, root: Path) -> None:
+        check_deadline()  # (depth: bounds.check_document; length: Limits.max_json_values)
         if not isinstance(schema, dict):
             self.bases[path] = base
             self.roots[path] = root

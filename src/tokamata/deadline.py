@@ -1,0 +1,76 @@
+"""The compile-time budget: one deadline per compile, checked by every loop that can run long.
+
+Invariants:
+- A compile runs inside :func:`compile_deadline` (each front door of :mod:`tokamata.compile`,
+  and the front ends' own entry points when called directly): the deadline starts at entry,
+  ``Limits.max_compile_seconds`` later. Entries nested in a compile (a ``%json`` schema inside
+  a Lark grammar, a front end called by a front door) share the outer deadline, so one
+  budget covers the whole compile.
+- :func:`check_deadline` raises ``LimitExceeded("max_compile_seconds", elapsed, limit)`` once
+  the active deadline is past; outside a compile it does nothing. Loops whose length or cost
+  depends on user input (document walks, schema expansion, intersections and complements,
+  emission, the grammar builder's passes, Lark and GBNF lowering) call it, so a compile stops
+  within one step of its budget.
+- The deadline is per thread and per task (a :class:`contextvars.ContextVar`): concurrent
+  compiles do not see each other's.
+- :func:`remaining_seconds` is what is left of the active budget (the whole limit outside a
+  compile): the lexer's lazy DFA gets it as its own budget, so states built while
+  compiling and later while decoding count against the same ``max_compile_seconds``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from typing import Iterator, Optional
+
+from .errors import LimitExceeded
+from .limits import Limits
+
+__all__ = ["compile_deadline", "check_deadline", "remaining_seconds"]
+
+
+class _Deadline:
+    __slots__ = ("started", "limit")
+
+    def __init__(self, limit: float):
+        self.started = time.perf_counter()
+        self.limit = limit
+
+
+_active: contextvars.ContextVar[Optional[_Deadline]] = contextvars.ContextVar("tokamata_deadline", default=None)
+
+
+@contextlib.contextmanager
+def compile_deadline(limits: Limits) -> Iterator[None]:
+    """Run the block under a deadline ``limits.max_compile_seconds`` from now, or under the
+    enclosing compile's deadline when there is one."""
+    if _active.get() is not None:
+        yield
+        return
+    token = _active.set(_Deadline(float(limits.max_compile_seconds)))
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def check_deadline() -> None:
+    """Raise :class:`LimitExceeded` (``max_compile_seconds``) if the active compile is past
+    its deadline."""
+    deadline = _active.get()
+    if deadline is not None:
+        elapsed = time.perf_counter() - deadline.started
+        if elapsed > deadline.limit:
+            raise LimitExceeded("max_compile_seconds", round(elapsed, 3), deadline.limit)
+
+
+def remaining_seconds(limits: Limits) -> float:
+    """Seconds left of the active compile's budget (raises once none is left); outside a
+    compile, ``limits.max_compile_seconds``."""
+    deadline = _active.get()
+    if deadline is None:
+        return float(limits.max_compile_seconds)
+    check_deadline()
+    return max(deadline.limit - (time.perf_counter() - deadline.started), 1e-6)
