@@ -4,6 +4,10 @@
 language is the set of JSON texts (in the chosen whitespace layout) valid against the schema,
 and a :class:`Report` of the approximations made (JSON pointers). The pipeline:
 
+- :mod:`.bounds`: the documents (schema and registry) as given, before any walk: nesting
+  depth (``Limits.max_json_depth``), size written out (``Limits.max_json_values``), no cycle
+  of Python objects (:class:`~tokamata.SchemaError`). The whole compile runs under one
+  deadline (``Limits.max_compile_seconds``, :mod:`tokamata.deadline`).
 - :mod:`.refs`: the document, drafts 4 to 2020-12 (``$schema`` decides), ``$id``/anchors,
   ``$ref`` resolution, ``$dynamicRef`` through the dynamic scope. Remote references resolve
   only into the caller's ``registry`` (absolute URI -> schema document; nothing is ever
@@ -48,12 +52,15 @@ Semantics chosen where the specification leaves room (each also in the module do
 
 from __future__ import annotations
 
+import collections.abc
 import json
 from typing import Any, Iterable, Mapping, Optional
 
-from ...errors import SchemaError
+from ...deadline import compile_deadline
+from ...errors import InvalidArgument, LimitExceeded, SchemaError
 from ...grammar.ir import Grammar
 from ...limits import DEFAULT_LIMITS, Limits
+from .bounds import check_document
 from .emit import Emitter
 from .expand import Expander
 from .refs import Document, draft_number
@@ -86,19 +93,45 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
     ...                                registry=registry)
     """
     limits = limits or DEFAULT_LIMITS
+    with compile_deadline(limits):
+        try:
+            return _schema_to_grammar(schema, limits, whitespace, strict, approximate, ignore_unknown_formats,
+                                      property_order, indent, max_whitespace, default_draft, registry)
+        except RecursionError:  # (a safety net: check_document bounds every walk's depth)
+            raise LimitExceeded("max_json_depth", "more than Python's recursion limit",
+                                limits.max_json_depth) from None
+
+
+def _schema_to_grammar(schema: Any, limits: Limits, whitespace: str, strict: bool, approximate: Iterable[str],
+                       ignore_unknown_formats: bool, property_order: str, indent: int, max_whitespace: int,
+                       default_draft: int | str | None,
+                       registry: Optional[Mapping[str, Any]]) -> tuple[Grammar, Report]:
+    if isinstance(approximate, str) or not isinstance(approximate, collections.abc.Iterable):
+        raise InvalidArgument(f"approximate must be a set of approximation names, got {approximate!r}")
+    if registry is not None and not isinstance(registry, collections.abc.Mapping):
+        raise InvalidArgument(f"registry must be a mapping from URI to schema, got {type(registry).__name__}")
     options = Options(whitespace, strict, frozenset(approximate), ignore_unknown_formats, property_order,
                       indent, max_whitespace)
+    if whitespace == "pretty" and indent >= limits.max_dfa_states:
+        # one level of indentation is that many lexer states
+        raise LimitExceeded("max_dfa_states", indent + 1, limits.max_dfa_states)
     source = ""
     text = schema if isinstance(schema, str) else ""  # (bytes may be UTF-16: not searched as text)
     if isinstance(schema, (str, bytes)):
         source = schema if isinstance(schema, str) else schema.decode("utf-8", "replace")
         try:
             schema = json.loads(schema)
+        except RecursionError:
+            raise LimitExceeded("max_json_depth", "more than Python's recursion limit",
+                                limits.max_json_depth) from None
         except json.JSONDecodeError as error:
             raise SchemaError(f"the schema is not valid JSON: {error.msg}", text=error.doc,
                               span=(error.pos, min(error.pos + 1, len(error.doc)))) from None
         except ValueError as error:  # bytes that are not UTF-8, UTF-16 or UTF-32
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
+    check_document(schema, limits)
+    for uri, document_value in (registry or {}).items():
+        check_document(document_value, limits, f"{uri}#")
     report = Report()
     document = Document(schema, None if default_draft is None else draft_number(default_draft), registry, text)
     expander = Expander(document, options, limits, report, text)

@@ -1,0 +1,103 @@
+"""The shape of a user's schema document, checked before anything walks it.
+
+A schema handed in as Python data may be anything: nested past any stack, self-referencing
+(``s["not"] = s``), or small in memory but huge written out (one dict reused at every level
+of a tree). Every later walk over the document (identifiers, expansion, ``json.dumps``) is
+recursive and trusts what this module checked.
+
+Invariants:
+- :func:`check_document` walks each container (``dict``, ``list``, ``tuple``) without
+  recursion, in time linear in the number of distinct Python containers (a container reached
+  again is not walked again).
+- A document that contains itself (a cycle of Python objects) is a :class:`SchemaError`
+  with the JSON pointer of the reference that closes the cycle.
+- Nesting deeper than ``Limits.max_json_depth`` containers is ``LimitExceeded`` naming it,
+  with ``pointer`` where the bound is crossed; more than ``Limits.max_json_values`` values,
+  counted as written out (a container reused in several places counts each time), is
+  ``LimitExceeded`` naming that field. So the recursive walks that follow are bounded in
+  depth and the document's walks in length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...deadline import check_deadline
+from ...errors import LimitExceeded, SchemaError
+from ...limits import Limits
+
+__all__ = ["check_document"]
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _children(value: Any) -> list:
+    if isinstance(value, dict):
+        return list(value.items())
+    return list(enumerate(value))
+
+
+def _pointer(prefix: str, keys: list) -> str:
+    return prefix + "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
+
+
+def _limit(limit: str, value: int, bound: int, where: str) -> LimitExceeded:
+    error = LimitExceeded(limit, value, bound)
+    error.pointer = where
+    return error
+
+
+def check_document(document: Any, limits: Limits, prefix: str = "") -> None:
+    """Check ``document`` (see the module docstring); ``prefix`` starts every pointer (a
+    registry document's ``uri#``)."""
+    if not isinstance(document, _CONTAINERS):
+        return
+    max_depth, max_values = limits.max_json_depth, limits.max_json_values
+    done: dict[int, tuple[int, int]] = {}  # id of a container walked -> (height, values written out)
+    # each frame: [container, its children, next child, height so far, values so far]
+    stack: list[list] = [[document, _children(document), 0, 1, 1]]
+    keys: list = []  # the key of each open frame but the first
+    open_ids = {id(document)}
+    while stack:
+        frame = stack[-1]
+        container, children, index = frame[0], frame[1], frame[2]
+        if index == len(children):
+            stack.pop()
+            open_ids.discard(id(container))
+            done[id(container)] = (frame[3], frame[4])
+            if stack:
+                parent = stack[-1]
+                parent[3] = max(parent[3], frame[3] + 1)
+                parent[4] += frame[4]
+                if parent[4] > max_values:
+                    raise _limit("max_json_values", parent[4], max_values, _pointer(prefix, keys[:-1]))
+                keys.pop()
+            continue
+        frame[2] = index + 1
+        key, child = children[index]
+        if not isinstance(child, _CONTAINERS):
+            frame[4] += 1
+            if frame[4] > max_values:
+                raise _limit("max_json_values", frame[4], max_values, _pointer(prefix, keys))
+            continue
+        ident = id(child)
+        if ident in open_ids:
+            raise SchemaError("the schema contains itself (a cycle of Python objects is no JSON document)",
+                              pointer=_pointer(prefix, keys + [key]))
+        known = done.get(ident)
+        if known is not None:
+            height, values = known
+            if len(stack) + height > max_depth:
+                raise _limit("max_json_depth", len(stack) + height, max_depth, _pointer(prefix, keys + [key]))
+            frame[3] = max(frame[3], height + 1)
+            frame[4] += values
+            if frame[4] > max_values:
+                raise _limit("max_json_values", frame[4], max_values, _pointer(prefix, keys + [key]))
+            continue
+        if len(stack) + 1 > max_depth:
+            raise _limit("max_json_depth", len(stack) + 1, max_depth, _pointer(prefix, keys + [key]))
+        if not len(done) & 1023:
+            check_deadline()
+        keys.append(key)
+        open_ids.add(ident)
+        stack.append([child, _children(child), 0, 1, 1])
