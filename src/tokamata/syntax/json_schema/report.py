@@ -41,10 +41,12 @@ class Report:
     """What the compiled grammar enforces differently from the schema."""
 
     approximations: list[Approximation] = field(default_factory=list)
+    _seen: set[Approximation] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, kind: str, pointer: str, detail: str) -> None:
         item = Approximation(kind, pointer, detail)
-        if item not in self.approximations:
+        if item not in self._seen:  # (a set: a long enum adds one per member)
+            self._seen.add(item)
             self.approximations.append(item)
 
     def __iter__(self):
