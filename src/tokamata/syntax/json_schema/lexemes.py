@@ -257,7 +257,11 @@ class Layout:
         return d.repeat(_WS, 0, self.max_whitespace) if self.style == "flexible" else d.EPSILON
 
     def _newline(self, depth: int) -> d.Expr:
-        return literal("\n" + " " * (self.indent * depth))
+        spaces = self.indent * depth
+        if spaces <= 64:
+            return literal("\n" + " " * spaces)
+        # one counted repeat, not a node per space: building it costs the same for any indent
+        return d.concat(literal("\n"), d.repeat(literal(" "), spaces, spaces))
 
     def _piece(self, key: tuple) -> d.Expr:
         kind, text, depth = key
