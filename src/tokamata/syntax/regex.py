@@ -26,10 +26,12 @@ from ..errors import InvalidSyntax, Unsupported
 from ..errors import LimitExceeded
 from ..limits import Limits
 
-__all__ = ["parse_regex", "Chars", "Concat", "Alternation", "Repeat", "Node", "UNBOUNDED"]
+__all__ = ["parse_regex", "Chars", "Concat", "Alternation", "Repeat", "Node", "UNBOUNDED", "MAX_COUNT"]
 
 UNBOUNDED = -1
 _MAXREPEAT = 4294967295  # re's MAXREPEAT: a bound this large means "no bound"
+#: the largest count of a counted repetition the engine holds (its counters are 32-bit)
+MAX_COUNT = 2 ** 31 - 1
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,9 @@ class _Parser:
                 high = low
         if high != UNBOUNDED and high >= _MAXREPEAT:
             high = UNBOUNDED
+        if low > MAX_COUNT or high > MAX_COUNT:
+            raise Unsupported("counted repetition", f"counts above {MAX_COUNT}", text=self.text,
+                              span=(self.pos, m.end()))
         self.pos = m.end()
         return low, high
 

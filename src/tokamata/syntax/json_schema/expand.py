@@ -43,6 +43,7 @@ from . import numbers as nm
 from . import strings as st
 from .nodes import (ALL, ANY_ARRAY, ANY_OBJECT, EMPTY, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node,
                     ObjectShape, intersect, only, union)
+from ..regex import MAX_COUNT
 from .refs import NO_CONTEXT, Document, Path, pointer, unsupported
 from .complements import Complements
 from .report import Options, Report
@@ -345,6 +346,8 @@ class Expander(Complements):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise SchemaError(f"{keyword} must be a non-negative integer, got {value!r}",
                               pointer=pointer(path + (keyword,)))
+        if value > MAX_COUNT:
+            raise unsupported(keyword, path, f"{value} is more than the engine counts to ({MAX_COUNT})")
         return value
 
     def _string_keywords(self, schema: dict, path: Path) -> Optional[d.Expr]:
