@@ -23,6 +23,7 @@ from typing import Union
 
 from ..automata import charset as cs
 from ..errors import InvalidSyntax, Unsupported
+from ..deadline import check_deadline
 from ..errors import LimitExceeded
 from ..limits import Limits
 
@@ -121,6 +122,8 @@ class _Parser:
         self.nodes += 1
         if self.nodes > self.limits.max_regex_nodes:
             raise LimitExceeded("max_regex_nodes", self.nodes, self.limits.max_regex_nodes)
+        if not self.nodes & 255:
+            check_deadline()
 
     def skip_verbose(self) -> None:
         if not self.flags & _VERBOSE:
