@@ -19,6 +19,8 @@ import unicodedata
 from bisect import bisect_left
 from typing import Iterable, Tuple
 
+from ..caches import register_process_cache
+
 CharSet = Tuple[Tuple[int, int], ...]
 
 MAX_CODE_POINT = 0x10FFFF
@@ -134,6 +136,7 @@ def _case_related() -> tuple[int, ...]:
     return tuple(sorted(related))
 
 
+@functools.lru_cache(maxsize=4096)  # (a pattern of 50,000 case-insensitive letters asks 26 questions)
 def ignore_case(charset: CharSet, source: str, flags: int) -> CharSet:
     """The set ``re`` matches for the single-character ``source`` under IGNORECASE.
 
@@ -142,11 +145,20 @@ def ignore_case(charset: CharSet, source: str, flags: int) -> CharSet:
     """
     related = _case_related()
     compiled = re.compile(source, (flags | re.IGNORECASE) & ~re.VERBOSE)
-    text = "".join(map(chr, related))
+    text = _case_related_text()
     matched = [related[m.start()] for m in compiled.finditer(text)]
-    related_ranges = normalize((c, c) for c in related)
-    plain = _subtract(charset, related_ranges)
+    plain = _subtract(charset, _case_related_ranges())
     return union(plain, normalize((c, c) for c in matched))
+
+
+@functools.lru_cache(maxsize=None)
+def _case_related_text() -> str:
+    return "".join(map(chr, _case_related()))
+
+
+@functools.lru_cache(maxsize=None)
+def _case_related_ranges() -> CharSet:
+    return normalize((c, c) for c in _case_related())
 
 
 def _subtract(a: CharSet, b: CharSet) -> CharSet:
@@ -155,3 +167,6 @@ def _subtract(a: CharSet, b: CharSet) -> CharSet:
     for lo, hi in comp:
         out.extend(intersect(a, lo, hi))
     return normalize(out)
+
+
+register_process_cache("case-insensitive character sets", ignore_case.cache_clear)
