@@ -10,7 +10,8 @@ Invariants:
   recursion, in time linear in the number of distinct Python containers (a container reached
   again is not walked again).
 - A document that contains itself (a cycle of Python objects) is a :class:`SchemaError`
-  with the JSON pointer of the reference that closes the cycle.
+  with the JSON pointer of the reference that closes the cycle; so is an object key that is
+  not a string, and an int too long for Python to write as text.
 - Nesting deeper than ``Limits.max_json_depth`` containers is ``LimitExceeded`` naming it,
   with ``pointer`` where the bound is crossed; more than ``Limits.max_json_values`` values,
   counted as written out (a container reused in several places counts each time), is
@@ -31,10 +32,24 @@ __all__ = ["check_document"]
 _CONTAINERS = (dict, list, tuple)
 
 
-def _children(value: Any) -> list:
+def _children(value: Any, prefix: str, keys: list) -> list:
     if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise SchemaError(f"object keys must be strings, got {key!r}", pointer=_pointer(prefix, keys))
         return list(value.items())
     return list(enumerate(value))
+
+
+def _check_scalar(value: Any, prefix: str, keys: list) -> None:
+    """An int Python cannot write as text (``sys.set_int_max_str_digits``) is refused here,
+    not by the first ``str`` or ``json.dumps`` of it."""
+    if type(value) is int and value.bit_length() > 3000:
+        try:
+            str(value)
+        except ValueError:
+            raise SchemaError(f"an integer of {value.bit_length()} bits is more digits than Python converts "
+                              "to text (sys.set_int_max_str_digits)", pointer=_pointer(prefix, keys)) from None
 
 
 def _pointer(prefix: str, keys: list) -> str:
@@ -55,7 +70,7 @@ def check_document(document: Any, limits: Limits, prefix: str = "") -> None:
     max_depth, max_values = limits.max_json_depth, limits.max_json_values
     done: dict[int, tuple[int, int]] = {}  # id of a container walked -> (height, values written out)
     # each frame: [container, its children, next child, height so far, values so far]
-    stack: list[list] = [[document, _children(document), 0, 1, 1]]
+    stack: list[list] = [[document, _children(document, prefix, []), 0, 1, 1]]
     keys: list = []  # the key of each open frame but the first
     open_ids = {id(document)}
     while stack:
@@ -76,6 +91,7 @@ def check_document(document: Any, limits: Limits, prefix: str = "") -> None:
         frame[2] = index + 1
         key, child = children[index]
         if not isinstance(child, _CONTAINERS):
+            _check_scalar(child, prefix, keys + [key])
             frame[4] += 1
             if frame[4] > max_values:
                 raise _limit("max_json_values", frame[4], max_values, _pointer(prefix, keys))
@@ -100,4 +116,4 @@ def check_document(document: Any, limits: Limits, prefix: str = "") -> None:
             check_deadline()
         keys.append(key)
         open_ids.add(ident)
-        stack.append([child, _children(child), 0, 1, 1])
+        stack.append([child, _children(child, prefix, keys), 0, 1, 1])

@@ -404,7 +404,7 @@ class Expander(Complements):
         if not isinstance(properties, dict):
             raise SchemaError("properties must be an object", pointer=pointer(path + ("properties",)))
         patterns = []
-        for pattern in schema.get("patternProperties", {}) or {}:
+        for pattern in _of_type(schema, "patternProperties", dict, path):
             where = path + ("patternProperties", pattern)
             language = lx.string_of(st.pattern_content(pattern, "patternProperties", pointer(where), self.limits))
             patterns.append((language, self.conj(where)))
@@ -440,10 +440,10 @@ class Expander(Complements):
         with_required = self.require(shape, required, path + ("required",))
         shapes = [with_required] if with_required is not None else []
         dependent_required = {key: (needed, path + ("dependentRequired", key)) for key, needed in
-                              dict(schema.get("dependentRequired", {}) if draft >= 2019 else {}).items()}
+                              (_of_type(schema, "dependentRequired", dict, path) if draft >= 2019 else {}).items()}
         dependent_schemas: dict[str, Path] = {}
         if draft >= 2019:
-            for key in schema.get("dependentSchemas", {}) or {}:
+            for key in _of_type(schema, "dependentSchemas", dict, path):
                 dependent_schemas[key] = path + ("dependentSchemas", key)
         elif isinstance(schema.get("dependencies"), dict):
             for key, value in schema["dependencies"].items():
@@ -490,6 +490,8 @@ class Expander(Complements):
     def require(self, shape: Optional[ObjectShape], names: list, at: Path) -> Optional[ObjectShape]:
         """``shape`` with ``names`` (written at ``at``) required (declared after the others when
         new); None when a required member is forbidden by ``propertyNames``."""
+        if not isinstance(names, list):
+            raise SchemaError(f"expected an array of names, got {names!r}", pointer=pointer(at))
         if shape is None:
             return None
         declared = dict(shape.declared)
@@ -545,7 +547,7 @@ class Expander(Complements):
         prefix: tuple[Conj, ...] = ()
         rest: Optional[Conj] = None
         if draft >= 2020:
-            items = schema.get("prefixItems", [])
+            items = _of_type(schema, "prefixItems", list, path)
             prefix = tuple(self.conj(path + ("prefixItems", i)) for i in range(len(items)))
             if "items" in schema:
                 rest = self.conj(path + ("items",))
@@ -572,6 +574,17 @@ class Expander(Complements):
             return ()
         evaluated = -1 if rest is not None else len(prefix)
         return (ArrayShape(prefix, TRUE if rest is None else rest, low, high, contains, unique, evaluated),)
+
+
+def _of_type(schema: dict, keyword: str, kind: type, path: Path) -> Any:
+    """``schema[keyword]`` (empty when absent), which must be a ``kind`` (dict or list)."""
+    value = schema.get(keyword)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise SchemaError(f"{keyword} must be an {'object' if kind is dict else 'array'}",
+                          pointer=pointer(path + (keyword,)))
+    return value
 
 
 def _mentions_unevaluated(document: Document, source: str) -> bool:
