@@ -43,7 +43,9 @@ Invariants:
   :class:`SchemaError` with ``text`` (the grammar), ``span`` (character offsets), ``line`` and
   ``column``, or
   :class:`LimitExceeded`: text length (``max_pattern_length``), bracket and terminal-reference
-  nesting (``max_nesting_depth``), grammar size (``max_grammar_symbols``).
+  nesting (``max_nesting_depth``), a terminal's size with its references written out
+  (``max_regex_nodes``, checked before it is built), grammar size (``max_grammar_symbols``),
+  compile time (``max_compile_seconds``).
 - Every rule is lowered, used or not, so an undefined name anywhere is reported; every
   terminal definition is evaluated, so a bad regex anywhere is reported; terminals that match
   the empty string are refused when a rule or ``%ignore`` uses them (fragments used only inside
@@ -116,6 +118,7 @@ class _Lowering:
         self.rules: dict[str, Definition] = {}
         self.terminals: dict[str, _TerminalDef] = {}
         self.exprs: dict[str, d.Expr] = {}
+        self.sizes: dict[str, int] = {}  # terminal -> nodes of its body, references written out
         self.in_progress: set[str] = set()
         self.depth = 0
 
@@ -293,11 +296,34 @@ class _Lowering:
                                         "recursive; use a rule)", span)
             self.in_progress.add(name)
             try:
+                size = self._written_size(definition.body)
+                if size > self.limits.max_regex_nodes:  # (before building it: references nest)
+                    error = LimitExceeded("max_regex_nodes", size, self.limits.max_regex_nodes)
+                    error.line, error.column = self.origin(definition.span)
+                    raise error
+                self.sizes[name] = size
                 expr = self.expr(definition.body)
             finally:
                 self.in_progress.discard(name)
         self.exprs[name] = expr
         return expr
+
+    def _written_size(self, node: Node) -> int:
+        """Nodes of a terminal body with its terminal references written out (a terminal
+        used twice by the next, and so on, doubles at every level); a literal is one node
+        (the text itself is bounded by ``max_pattern_length``)."""
+        if isinstance(node, (Seq, Alt)):
+            return 1 + sum(self._written_size(item) for item in (node.items if isinstance(node, Seq) else node.options))
+        if isinstance(node, Repeat):
+            return 1 + self._written_size(node.item)
+        if isinstance(node, Ref) and not node.is_rule:
+            self.enter()
+            try:
+                self.terminal_expr(node.name, node.span)
+            finally:
+                self.depth -= 1
+            return self.sizes.get(node.name, 1)
+        return 1
 
     def expr(self, node: Node) -> d.Expr:
         """The byte expression of ``node`` in terminal context."""

@@ -357,6 +357,8 @@ class _Lexer:
         except RecursionError:  # pragma: no cover - depth is bounded above
             raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
                                 limits.max_nesting_depth) from None
+        except ValueError as e:  # a number of more digits than Python converts
+            raise self.source.error(f"malformed JSON in %json: {e}", (start, end)) from None
         return schema, (start, end)
 
 
