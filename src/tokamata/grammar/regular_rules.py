@@ -30,6 +30,8 @@ Invariants:
     semantics gets).
 - A terminal never matches the empty string: a piece that can be empty is used as
   ``piece_nonempty | ε`` (a helper nonterminal per terminal).
+- A regular rule's expression has at most ``Limits.max_regex_nodes`` nodes with the rules it
+  uses written out (checked before it is built: LimitExceeded naming that field).
 - Only rules reachable from the start rule are lowered; identical rules are emitted once.
   Counted repetitions are bounded by the builder's symbol budget, before anything is
   expanded (and, for regular ones, before their expression is built).
@@ -44,6 +46,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..automata import derivatives as d
 from ..deadline import check_deadline
+from ..errors import LimitExceeded
 from .ebnf import LEAVES, UNBOUNDED, Alt, Chars, Literal, Node, Ref, Repeat, RuleDef, Seq, Token, options_of, walk
 
 if TYPE_CHECKING:
@@ -79,6 +82,7 @@ class RegularRules:
         self._rule_nonempty: dict[str, d.Expr] = {}
         self.current = ""
         self.regular_rules: set[str] = set()
+        self._rule_size: dict[str, int] = {}  # regular rule -> nodes, the rules it uses written out
         self._uses: dict[str, int] = {}
         self._refs: dict[str, list[str]] = {}
         self.terminal_rules: set[str] = set()  # regular rules that are one terminal
@@ -88,6 +92,7 @@ class RegularRules:
                 check_deadline()
                 self.regular_rules.add(name)
                 body = self.rules[name].body
+                self._check_size(name, body)
                 self._rule_expr[name] = self.expr(body)
                 self._rule_nonempty[name] = self.nonempty(body)
                 if mode != "shared" or all(r in self.inlined_rules for r in self._refs[name]):
@@ -161,6 +166,28 @@ class RegularRules:
                 n.name in self.inlined_rules for n in walk(node) if isinstance(n, Ref))
         return known
 
+    def _check_size(self, name: str, body: Node) -> None:
+        """Refuse a regular rule whose expression, with the rules it uses written out, has more
+        than ``Limits.max_regex_nodes`` nodes (a rule using the next one twice, and so on,
+        doubles at every level), before it is built."""
+        sizes = self._rule_size
+
+        def size(node: Node) -> int:  # (a literal is one: the text itself is bounded)
+            if isinstance(node, Ref):
+                return sizes.get(node.name, 1)
+            if isinstance(node, (Seq, Alt)):
+                return 1 + sum(size(n) for n in (node.items if isinstance(node, Seq) else node.options))
+            if isinstance(node, Repeat):
+                return 1 + size(node.item)
+            return 1
+
+        total = sizes[name] = size(body)
+        bound = self.builder.limits.max_regex_nodes
+        if total > bound:
+            error = LimitExceeded("max_regex_nodes", total, bound)
+            error.line, error.column = self.origin(self.rules[name].start)
+            raise error
+
     # -- regular nodes as expressions ----------------------------------------------------------
     def expr(self, node: Node) -> d.Expr:
         known = self._expr.get(node)
@@ -196,12 +223,15 @@ class RegularRules:
         if isinstance(node, Ref):
             result = self._rule_nonempty[node.name]
         elif isinstance(node, Seq):  # ne(a R) = ne(a) R | (a nullable: ne(R))
-            result, rest = d.NOTHING, d.EPSILON
+            options: list[d.Expr] = []  # one alternation at the end: a growing one per item is quadratic
+            rest = d.EPSILON
             for item in reversed(node.items):
                 item_expr = self.expr(item)
-                result = d.alternation(d.concat(self.nonempty(item), rest),
-                                       result if item_expr.nullable else d.NOTHING)
+                if not item_expr.nullable:
+                    options.clear()
+                options.append(d.concat(self.nonempty(item), rest))
                 rest = d.concat(item_expr, rest)
+            result = d.alternation(*options)
         elif isinstance(node, Alt):
             result = d.alternation(*(self.nonempty(option) for option in node.options))
         elif isinstance(node, Repeat) and node.high != 0:  # first copy non-empty, then up to high-1
