@@ -188,6 +188,44 @@ def tiny_budget_schema() -> None:
            limits=tokamata.Limits(max_compile_seconds=1e-4))
 
 
+def many_pattern_properties() -> None:
+    """Key regions split by 300 patterns: many small intersections, each under the budget."""
+    schema({"patternProperties": {f"^a{i}": {} for i in range(300)}, "additionalProperties": False},
+           limits=tokamata.Limits(max_compile_seconds=0.5))
+
+
+def many_one_of() -> None:
+    schema({"oneOf": [{"const": i} for i in range(2000)]}, limits=tokamata.Limits(max_compile_seconds=0.5))
+
+
+def non_string_key() -> None:
+    schema({"type": "object", "properties": {1: {"type": "integer"}}})
+
+
+def huge_integer() -> None:
+    schema({"type": "integer", "minimum": 10 ** 5000})
+
+
+def pattern_properties_not_an_object() -> None:
+    schema({"patternProperties": 5})
+
+
+def dependent_required_not_an_object() -> None:
+    schema({"dependentRequired": 5})
+
+
+def dependent_required_names_not_an_array() -> None:
+    schema({"dependentRequired": {"a": 5}})
+
+
+def dependent_schemas_not_an_object() -> None:
+    schema({"dependentSchemas": 5})
+
+
+def prefix_items_not_an_array() -> None:
+    schema({"prefixItems": 5})
+
+
 def registry_not_a_mapping() -> None:
     schema({"type": "integer"}, registry=5)
 
@@ -245,6 +283,19 @@ def lark_deep_json() -> None:
     lark("start: %json " + '{"const": ' + "[" * 20_000 + "]" * 20_000 + "}")
 
 
+def lark_terminal_doubling() -> None:
+    """Each terminal uses the next twice: 2 ** 40 leaves written out."""
+    lark("start: A0\n" + "".join(f"A{i}: A{i + 1} A{i + 1}\n" for i in range(40)) + 'A40: "a"\n')
+
+
+def lark_json_huge_integer() -> None:
+    lark('start: %json {"minimum": 1' + "0" * 5000 + "}")
+
+
+def lark_long_case_insensitive_regex() -> None:
+    lark("start: /(?i)" + "ab" * 20_000 + "/")
+
+
 def lark_tiny_budget() -> None:
     lark("start: " + " ".join(f"r{i}" for i in range(300)) + "\n" +
          "".join(f'r{i}: "a{i}" | "b{i}"\n' for i in range(300)), limits=tokamata.Limits(max_compile_seconds=1e-4))
@@ -257,6 +308,16 @@ def gbnf_deep_parentheses() -> None:
 def gbnf_rule_chain() -> None:
     n = 3_000
     gbnf("root ::= r0\n" + "".join(f'r{i} ::= r{i + 1} "a"\n' for i in range(n)) + f'r{n} ::= "a"\n')
+
+
+def gbnf_rule_doubling() -> None:
+    """Each regular rule uses the next twice: 2 ** 40 leaves written out."""
+    gbnf("root ::= r0\n" + "".join(f"r{i} ::= r{i + 1} r{i + 1}\n" for i in range(40)) + 'r40 ::= "a"\n')
+
+
+def gbnf_long_nullable_sequence() -> None:
+    """20,000 optional items in one sequence (its non-empty part was built in quadratic time)."""
+    gbnf("root ::= " + '"a"?' * 20_000)
 
 
 def gbnf_huge_repeat() -> None:
@@ -336,6 +397,15 @@ CASES = [
     Case(huge_min_items, "LimitExceeded", limit="max_grammar_symbols"),
     Case(huge_count, "Unsupported", pointer=""),
     Case(tiny_budget_schema, "LimitExceeded", limit="max_compile_seconds"),
+    Case(many_pattern_properties, "LimitExceeded", limit="max_compile_seconds"),
+    Case(many_one_of, "LimitExceeded", limit="max_compile_seconds"),
+    Case(non_string_key, "SchemaError", pointer="/properties"),
+    Case(huge_integer, "SchemaError", pointer="/minimum"),
+    Case(pattern_properties_not_an_object, "SchemaError", pointer="/patternProperties"),
+    Case(dependent_required_not_an_object, "SchemaError", pointer="/dependentRequired"),
+    Case(dependent_required_names_not_an_array, "SchemaError", pointer="/dependentRequired/a"),
+    Case(dependent_schemas_not_an_object, "SchemaError", pointer="/dependentSchemas"),
+    Case(prefix_items_not_an_array, "SchemaError", pointer="/prefixItems"),
     Case(registry_not_a_mapping, "InvalidArgument"),
     Case(approximate_not_a_set, "InvalidArgument"),
     Case(lark_deep_parentheses, "LimitExceeded", limit="max_nesting_depth", source=True),
@@ -347,9 +417,14 @@ CASES = [
     Case(lark_rule_cycle, "InvalidSyntax"),
     Case(lark_terminal_cycle, "InvalidSyntax"),
     Case(lark_deep_json, "LimitExceeded", limit="max_nesting_depth"),
+    Case(lark_terminal_doubling, "LimitExceeded", limit="max_regex_nodes"),
+    Case(lark_json_huge_integer, "InvalidSyntax"),
+    Case(lark_long_case_insensitive_regex, "ok"),
     Case(lark_tiny_budget, "LimitExceeded", limit="max_compile_seconds"),
     Case(gbnf_deep_parentheses, "LimitExceeded", limit="max_nesting_depth", source=True),
     Case(gbnf_rule_chain, "ok", source=True),
+    Case(gbnf_rule_doubling, "LimitExceeded", limit="max_regex_nodes"),
+    Case(gbnf_long_nullable_sequence, "ok"),
     Case(gbnf_huge_repeat, "LimitExceeded", limit="max_grammar_symbols"),
     Case(gbnf_nested_repeats, "ok"),  # regular: one terminal, its counts unrolled lazily
     Case(gbnf_rule_cycle, "InvalidSyntax"),
