@@ -244,6 +244,7 @@ class Emitter:
             options = [(conj, done)]
             for j in sorted(met - done):
                 options += [(c | witnesses[j][1], m | {j}) for c, m in options]
+                self.builder.check_room(4 * len(options))  # (each a rule: doubles per witness)
             return [(self.value(c, depth + 1), m) for c, m in options if FALSE_TERM not in c]
 
         def member_rules(symbol: int, count: int, done: frozenset, opened: int, separated: int,
@@ -347,6 +348,7 @@ class Emitter:
                         if now[j] < at_most:
                             grown.append((item | conj, now[:j] + (now[j] + 1,) + now[j + 1:]))
                 options = grown
+                self.builder.check_room(4 * len(options))  # (each a rule: doubles per contains)
             return options
 
         def state(index: int, counts: tuple) -> int:
