@@ -129,6 +129,7 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     from .syntax.lark import parse_lark
 
     limits = _limits(limits)
+    _text(start, "start rule name")
     with compile_deadline(limits):
         grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
         return _constraint(grammar, vocab, limits, "lark grammar", source=text)
@@ -139,6 +140,7 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
     from .syntax.gbnf import parse_gbnf
 
     limits = _limits(limits)
+    _text(start, "start rule name")
     with compile_deadline(limits):
         grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
         return _constraint(grammar, vocab, limits, "GBNF grammar", source=text)

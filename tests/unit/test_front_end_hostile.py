@@ -233,6 +233,10 @@ def prefix_items_not_an_array() -> None:
     schema({"prefixItems": 5})
 
 
+def huge_max_whitespace() -> None:
+    schema({"type": "object"}, whitespace="flexible", max_whitespace=10 ** 10)
+
+
 def registry_not_a_mapping() -> None:
     schema({"type": "integer"}, registry=5)
 
@@ -303,6 +307,10 @@ def lark_long_case_insensitive_regex() -> None:
     lark("start: /(?i)" + "ab" * 20_000 + "/")
 
 
+def lark_start_not_a_string() -> None:
+    lark('start: "a"', start=5)
+
+
 def lark_tiny_budget() -> None:
     lark("start: " + " ".join(f"r{i}" for i in range(300)) + "\n" +
          "".join(f'r{i}: "a{i}" | "b{i}"\n' for i in range(300)), limits=tokamata.Limits(max_compile_seconds=1e-4))
@@ -337,6 +345,10 @@ def gbnf_nested_repeats() -> None:
 
 def gbnf_rule_cycle() -> None:
     gbnf("root ::= a\na ::= b\nb ::= a\n")
+
+
+def gbnf_start_not_a_string() -> None:
+    gbnf('root ::= "a"', start=5)
 
 
 def gbnf_tiny_budget() -> None:
@@ -414,6 +426,7 @@ CASES = [
     Case(dependent_required_names_not_an_array, "SchemaError", pointer="/dependentRequired/a"),
     Case(dependent_schemas_not_an_object, "SchemaError", pointer="/dependentSchemas"),
     Case(prefix_items_not_an_array, "SchemaError", pointer="/prefixItems"),
+    Case(huge_max_whitespace, "InvalidArgument"),
     Case(registry_not_a_mapping, "InvalidArgument"),
     Case(approximate_not_a_set, "InvalidArgument"),
     Case(lark_deep_parentheses, "LimitExceeded", limit="max_nesting_depth", source=True),
@@ -428,6 +441,7 @@ CASES = [
     Case(lark_terminal_doubling, "LimitExceeded", limit="max_regex_nodes"),
     Case(lark_json_huge_integer, "InvalidSyntax"),
     Case(lark_long_case_insensitive_regex, "ok"),
+    Case(lark_start_not_a_string, "InvalidArgument"),
     Case(lark_tiny_budget, "LimitExceeded", limit="max_compile_seconds"),
     Case(gbnf_deep_parentheses, "LimitExceeded", limit="max_nesting_depth", source=True),
     Case(gbnf_rule_chain, "ok", source=True),
@@ -436,6 +450,7 @@ CASES = [
     Case(gbnf_huge_repeat, "LimitExceeded", limit="max_grammar_symbols"),
     Case(gbnf_nested_repeats, "ok"),  # regular: one terminal, its counts unrolled lazily
     Case(gbnf_rule_cycle, "InvalidSyntax"),
+    Case(gbnf_start_not_a_string, "InvalidArgument"),
     Case(gbnf_tiny_budget, "LimitExceeded", limit="max_compile_seconds"),
     Case(regex_deep_groups, "LimitExceeded", limit="max_nesting_depth", source=True),
     Case(regex_huge_count, "Unsupported"),

@@ -79,7 +79,8 @@ class Options:
         unknown = set(self.approximate) - APPROXIMATIONS
         if unknown:
             raise InvalidArgument(f"unknown approximations {sorted(unknown)}; known: {sorted(APPROXIMATIONS)}")
-        if not isinstance(self.indent, int) or self.indent < 0:
+        if not isinstance(self.indent, int) or isinstance(self.indent, bool) or self.indent < 0:
             raise InvalidArgument(f"indent must be a non-negative int, got {self.indent!r}")
-        if not isinstance(self.max_whitespace, int) or self.max_whitespace < 1:
-            raise InvalidArgument(f"max_whitespace must be a positive int, got {self.max_whitespace!r}")
+        if not isinstance(self.max_whitespace, int) or isinstance(self.max_whitespace, bool) \
+                or not 1 <= self.max_whitespace <= 10_000:  # (as compile_json's whitespace bound)
+            raise InvalidArgument(f"max_whitespace must be an int in [1, 10000], got {self.max_whitespace!r}")
