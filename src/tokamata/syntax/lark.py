@@ -94,9 +94,13 @@ def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: st
     """
     if not isinstance(text, str):
         raise InvalidSyntax(f"a grammar must be a str, got {type(text).__name__}")
-    with compile_deadline(limits):
-        source, statements = parse_statements(text, limits)
-        return _Lowering(source, vocab, limits, registry).run(statements, start)
+    try:
+        with compile_deadline(limits):
+            source, statements = parse_statements(text, limits)
+            return _Lowering(source, vocab, limits, registry).run(statements, start)
+    except RecursionError:  # (nesting is checked; a max_nesting_depth raised past Python's limit)
+        raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
+                            limits.max_nesting_depth) from None
 
 
 @dataclass

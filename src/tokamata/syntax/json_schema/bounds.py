@@ -12,7 +12,8 @@ Invariants:
 - A document that contains itself (a cycle of Python objects) is a :class:`SchemaError`
   with the JSON pointer of the reference that closes the cycle; so is an object key that is
   not a string, and an int too long for Python to write as text.
-- Nesting deeper than ``Limits.max_json_depth`` containers is ``LimitExceeded`` naming it,
+- Nesting deeper than ``Limits.max_json_depth`` containers (at most :data:`MAX_DEPTH`,
+  whatever the field says) is ``LimitExceeded`` naming it,
   with ``pointer`` where the bound is crossed; more than ``Limits.max_json_values`` values,
   counted as written out (a container reused in several places counts each time), is
   ``LimitExceeded`` naming that field. So the recursive walks that follow are bounded in
@@ -27,7 +28,12 @@ from ...deadline import check_deadline
 from ...errors import LimitExceeded, SchemaError
 from ...limits import Limits
 
-__all__ = ["check_document"]
+__all__ = ["check_document", "MAX_DEPTH"]
+
+#: the most nesting the recursive walks are given, whatever ``Limits.max_json_depth`` says:
+#: compiled (Cython) code does not check Python's recursion limit, and past this depth the
+#: C stack would overflow (a crash, not an error)
+MAX_DEPTH = 1_000
 
 _CONTAINERS = (dict, list, tuple)
 
@@ -67,7 +73,7 @@ def check_document(document: Any, limits: Limits, prefix: str = "") -> None:
     registry document's ``uri#``)."""
     if not isinstance(document, _CONTAINERS):
         return
-    max_depth, max_values = limits.max_json_depth, limits.max_json_values
+    max_depth, max_values = min(limits.max_json_depth, MAX_DEPTH), limits.max_json_values
     done: dict[int, tuple[int, int]] = {}  # id of a container walked -> (height, values written out)
     # each frame: [container, its children, next child, height so far, values so far]
     stack: list[list] = [[document, _children(document, prefix, []), 0, 1, 1]]

@@ -44,6 +44,7 @@ from . import strings as st
 from .nodes import (ALL, ANY_ARRAY, ANY_OBJECT, EMPTY, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node,
                     ObjectShape, intersect, only, union)
 from ..regex import MAX_COUNT
+from .bounds import MAX_DEPTH
 from .refs import NO_CONTEXT, Document, Path, pointer, unsupported
 from .complements import Complements
 from .report import Options, Report
@@ -124,8 +125,9 @@ class Expander(Complements):
         if location in self._expanding:
             raise SchemaError("the schema refers to itself without descending into a member (infinite "
                               "recursion)", pointer=pointer(path))
-        if len(self._expanding) > self.limits.max_nesting_depth:  # ($ref chains, nested applicators)
-            error = LimitExceeded("max_nesting_depth", len(self._expanding), self.limits.max_nesting_depth)
+        bound = min(self.limits.max_nesting_depth, MAX_DEPTH)  # (the C stack of compiled code)
+        if len(self._expanding) > bound:  # ($ref chains, nested applicators)
+            error = LimitExceeded("max_nesting_depth", len(self._expanding), bound)
             error.pointer = pointer(path)
             raise error
         check_deadline()
