@@ -22,7 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from ...deadline import check_deadline
 from ...errors import LimitExceeded, SchemaError
@@ -38,24 +38,24 @@ MAX_DEPTH = 1_000
 _CONTAINERS = (dict, list, tuple)
 
 
-def _children(value: Any, prefix: str, keys: list) -> list:
+def _children(value: Any, prefix: str, keys: list) -> Iterator:
+    """(key, child) pairs of a container; an object's keys must be strings."""
     if isinstance(value, dict):
         for key in value:
-            if not isinstance(key, str):
+            if key.__class__ is not str and not isinstance(key, str):
                 raise SchemaError(f"object keys must be strings, got {key!r}", pointer=_pointer(prefix, keys))
-        return list(value.items())
-    return list(enumerate(value))
+        return iter(value.items())
+    return enumerate(value)
 
 
 def _check_scalar(value: Any, prefix: str, keys: list) -> None:
     """An int Python cannot write as text (``sys.set_int_max_str_digits``) is refused here,
     not by the first ``str`` or ``json.dumps`` of it."""
-    if type(value) is int and value.bit_length() > 3000:
-        try:
-            str(value)
-        except ValueError:
-            raise SchemaError(f"an integer of {value.bit_length()} bits is more digits than Python converts "
-                              "to text (sys.set_int_max_str_digits)", pointer=_pointer(prefix, keys)) from None
+    try:
+        str(value)
+    except ValueError:
+        raise SchemaError(f"an integer of {value.bit_length()} bits is more digits than Python converts "
+                          "to text (sys.set_int_max_str_digits)", pointer=_pointer(prefix, keys)) from None
 
 
 def _pointer(prefix: str, keys: list) -> str:
@@ -74,52 +74,54 @@ def check_document(document: Any, limits: Limits, prefix: str = "") -> None:
     if not isinstance(document, _CONTAINERS):
         return
     max_depth, max_values = min(limits.max_json_depth, MAX_DEPTH), limits.max_json_values
+    containers = _CONTAINERS
     done: dict[int, tuple[int, int]] = {}  # id of a container walked -> (height, values written out)
-    # each frame: [container, its children, next child, height so far, values so far]
-    stack: list[list] = [[document, _children(document, prefix, []), 0, 1, 1]]
+    # each frame: [container, its remaining children, height so far, values so far]
+    stack: list[list] = [[document, _children(document, prefix, []), 1, 1]]
     keys: list = []  # the key of each open frame but the first
     open_ids = {id(document)}
     while stack:
         frame = stack[-1]
-        container, children, index = frame[0], frame[1], frame[2]
-        if index == len(children):
-            stack.pop()
-            open_ids.discard(id(container))
-            done[id(container)] = (frame[3], frame[4])
-            if stack:
-                parent = stack[-1]
-                parent[3] = max(parent[3], frame[3] + 1)
-                parent[4] += frame[4]
-                if parent[4] > max_values:
-                    raise _limit("max_json_values", parent[4], max_values, _pointer(prefix, keys[:-1]))
-                keys.pop()
-            continue
-        frame[2] = index + 1
-        key, child = children[index]
-        if not isinstance(child, _CONTAINERS):
-            _check_scalar(child, prefix, keys + [key])
-            frame[4] += 1
-            if frame[4] > max_values:
-                raise _limit("max_json_values", frame[4], max_values, _pointer(prefix, keys))
-            continue
-        ident = id(child)
-        if ident in open_ids:
-            raise SchemaError("the schema contains itself (a cycle of Python objects is no JSON document)",
-                              pointer=_pointer(prefix, keys + [key]))
-        known = done.get(ident)
-        if known is not None:
+        child = None
+        for key, child in frame[1]:
+            if not isinstance(child, containers):
+                if child.__class__ is int and child.bit_length() > 3000:
+                    _check_scalar(child, prefix, keys + [key])
+                frame[3] += 1
+                child = None
+                continue
+            ident = id(child)
+            if ident in open_ids:
+                raise SchemaError("the schema contains itself (a cycle of Python objects is no JSON document)",
+                                  pointer=_pointer(prefix, keys + [key]))
+            known = done.get(ident)
+            if known is None:
+                break  # walked below
             height, values = known
             if len(stack) + height > max_depth:
                 raise _limit("max_json_depth", len(stack) + height, max_depth, _pointer(prefix, keys + [key]))
-            frame[3] = max(frame[3], height + 1)
-            frame[4] += values
-            if frame[4] > max_values:
-                raise _limit("max_json_values", frame[4], max_values, _pointer(prefix, keys + [key]))
+            frame[2] = max(frame[2], height + 1)
+            frame[3] += values
+            if frame[3] > max_values:
+                raise _limit("max_json_values", frame[3], max_values, _pointer(prefix, keys + [key]))
+            child = None
+        if child is not None:  # a container not walked yet: walk it now
+            if len(stack) + 1 > max_depth:
+                raise _limit("max_json_depth", len(stack) + 1, max_depth, _pointer(prefix, keys + [key]))
+            if not len(done) & 1023:
+                check_deadline()
+            keys.append(key)
+            open_ids.add(id(child))
+            stack.append([child, _children(child, prefix, keys), 1, 1])
             continue
-        if len(stack) + 1 > max_depth:
-            raise _limit("max_json_depth", len(stack) + 1, max_depth, _pointer(prefix, keys + [key]))
-        if not len(done) & 1023:
-            check_deadline()
-        keys.append(key)
-        open_ids.add(ident)
-        stack.append([child, _children(child, prefix, keys), 0, 1, 1])
+        stack.pop()  # every child seen
+        container = frame[0]
+        open_ids.discard(id(container))
+        done[id(container)] = (frame[2], frame[3])
+        if frame[3] > max_values:
+            raise _limit("max_json_values", frame[3], max_values, _pointer(prefix, keys))
+        if stack:
+            parent = stack[-1]
+            parent[2] = max(parent[2], frame[2] + 1)
+            parent[3] += frame[3]
+            keys.pop()
