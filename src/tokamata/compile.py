@@ -129,7 +129,6 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     from .syntax.lark import parse_lark
 
     limits = _limits(limits)
-    _text(start, "start rule name")
     with compile_deadline(limits):
         grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
         return _constraint(grammar, vocab, limits, "lark grammar", source=text)
@@ -140,7 +139,6 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
     from .syntax.gbnf import parse_gbnf
 
     limits = _limits(limits)
-    _text(start, "start rule name")
     with compile_deadline(limits):
         grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
         return _constraint(grammar, vocab, limits, "GBNF grammar", source=text)

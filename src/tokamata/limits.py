@@ -57,14 +57,6 @@ class Limits:
     max_parser_states: int = 1_000_000
     #: simultaneous (parser, lexer) configurations one matcher tracks (lexing ambiguity)
     max_lexer_configurations: int = 1_000
-    # front ends
-    #: nesting depth of the JSON values a JSON Schema front end is given (objects and arrays,
-    #: of the schema, its registry documents, or its JSON text), checked before any walk
-    max_json_depth: int = 256
-    #: JSON values in a schema document (and in each registry document), counted as written
-    #: out: a Python object reused in several places counts each time it appears
-    max_json_values: int = 1_000_000
-
     # vocabulary readers
     #: token ids a vocabulary may have (its largest id plus one, and its ``size``), checked
     #: before anything of that length is allocated
@@ -73,6 +65,14 @@ class Limits:
     #: ones are near 35 MB; parsed JSON takes many times its size in memory). A GGUF file is
     #: mapped, not read: the counts and lengths in its header are checked against its size
     max_file_bytes: int = 1 << 27
+
+    # front ends
+    #: nesting depth of the JSON values a JSON Schema front end is given (objects and arrays,
+    #: of the schema, its registry documents, or its JSON text), checked before any walk
+    max_json_depth: int = 256
+    #: JSON values in a schema document (and in each registry document), counted as written
+    #: out: a Python object reused in several places counts each time it appears
+    max_json_values: int = 1_000_000
 
     def __post_init__(self) -> None:
         for field in fields(self):
