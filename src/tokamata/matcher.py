@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from . import _core
 from .bitmask import check_bitmask
 from .errors import InvalidArgument, TokamataError
 
@@ -139,11 +140,12 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
 
         tokamata.fill_bitmasks([m0, m1], bitmask)   # rows 0 and 1
     """
-    from . import _core
-
-    if not isinstance(matchers, Iterable):
-        raise InvalidArgument(f"fill_bitmasks takes a sequence of Matcher objects, got {type(matchers).__name__}")
-    matchers = list(matchers)
+    # (this is the serial part of a threaded batch: a few checks and one comprehension)
+    try:
+        matchers = list(matchers)
+    except TypeError:
+        raise InvalidArgument(f"fill_bitmasks takes a sequence of Matcher objects, got "
+                              f"{type(matchers).__name__}") from None
     if type(threads) is not int and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))):
         raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
     if not 1 <= threads <= 256:
