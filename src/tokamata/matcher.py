@@ -164,7 +164,7 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
         for m in matchers:
             if not isinstance(m, Matcher):
                 raise InvalidArgument(f"fill_bitmasks takes Matcher objects, got {type(m).__name__}") from None
-        for size in {m.constraint.vocab_size for m in matchers}:
+        for size in {m.constraint.vocab_size for m in matchers} or {1}:  # (no matchers: dtype, rank, layout)
             check_bitmask(bitmask, size)
         if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
             raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})") from None
@@ -182,6 +182,9 @@ def _token_id(token_id) -> int:
         raise InvalidArgument("token id must be an int, got bool")
     if isinstance(token_id, (int, np.integer)):
         return int(token_id)
+    if getattr(token_id, "ndim", 0) != 0:  # (.item() also reads a 1-element array of any rank)
+        raise InvalidArgument(f"token id must be an int or a 0-d integer array, got {type(token_id).__name__} "
+                              f"of shape {tuple(token_id.shape)}")
     try:  # 0-d arrays / tensors: their item is a Python int only for integer dtypes
         value = token_id.item()
     except (AttributeError, ValueError, TypeError, RuntimeError):

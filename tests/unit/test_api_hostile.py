@@ -85,7 +85,9 @@ def _matcher() -> tokamata.Matcher:
 
 
 FLOAT_IDS: list[Any] = [97.0, 97.5, np.float64(97.0), np.array(97.5), np.array(97.0), np.array(True),
-                        np.array([97.5]), "a", b"a", None, np.array("a"), True]
+                        np.array([97.5]), "a", b"a", None, np.array("a"), True,
+                        # one-element arrays are not scalars (.item() read them; test_fuzz_matcher found it)
+                        np.array([97]), np.array([[97]])]
 
 
 @pytest.mark.parametrize("token", FLOAT_IDS, ids=repr)
@@ -115,7 +117,7 @@ def test_consume_torch_scalars() -> None:
 
 
 @pytest.mark.parametrize("tokens", [
-    [97, 98, -1], [97, 2**40], [97, 98.5], [97, None], [97, np.array(98.0)], [97, True],
+    [97, 98, -1], [97, 2**40], [97, 98.5], [97, None], [97, np.array(98.0)], [97, True], [97, np.array([98])],
     np.array([97, 98, 257]), None, 5, "ab", b"ab", 97.0, np.array(97),
 ], ids=repr)
 def test_consume_many_checks_every_id_first(tokens: Any) -> None:
@@ -166,6 +168,16 @@ def test_fill_bitmasks_other_arguments() -> None:
     assert not bitmask[0].any() and bitmask[1].any()
     with pytest.raises(InvalidArgument):
         _matcher().fill_bitmask(bitmask, 2**31)
+
+
+@pytest.mark.parametrize("bitmask", [np.zeros((1, 9), dtype=np.int64), np.zeros(9, dtype=np.int32),
+                                     np.zeros((2, 18), dtype=np.int32)[:, ::2], [[0] * 9]], ids=repr)
+def test_fill_bitmasks_of_no_matchers_checks_the_bitmask(bitmask: Any) -> None:
+    """With no matcher to name a vocabulary size, a bitmask of the wrong dtype, rank or layout
+    was the core's nanobind TypeError (found by tests/fuzz/test_fuzz_matcher.py)."""
+    with pytest.raises(InvalidArgument):
+        tokamata.fill_bitmasks([], bitmask)
+    tokamata.fill_bitmasks([], tokamata.allocate_bitmask(1, VOCAB.size))  # (a good one: nothing to do)
 
 
 @pytest.mark.parametrize("batch, vocab_size", [(2**31, 257), (2**63, 257), (1, 2**31), (1, 2**63), (0, 257),
