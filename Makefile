@@ -9,7 +9,7 @@ VOCABS  := .cache/vocab/.extracted
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: demo test test-all bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
+.PHONY: demo test test-all fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -19,6 +19,34 @@ test: $(BUILT) $(VOCABS)
 
 test-all: $(BUILT) $(VOCABS)
 	$(PY) -m pytest -q
+
+# The fuzz targets (tests/fuzz/) with many examples each; `make test` runs them briefly. Findings
+# are saved under .cache/fuzz-findings/ (each failure names its file and the replay command).
+FUZZ_EXAMPLES ?= 3000
+fuzz: $(BUILT) $(VOCABS)
+	TOKAMATA_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/fuzz
+
+# The C++ core built with AddressSanitizer + UndefinedBehaviorSanitizer into its own environment
+# (.venv-asan: the packages of .venv through a .pth file, tokamata installed editable over
+# build/asan, the Python modules not compiled), then the unit, property and fuzz tests under it.
+# Python is not instrumented: libasan is preloaded; leaks are not checked (the interpreter's own
+# allocations at exit would be reported); a finding aborts the process, failing the test.
+ASAN_VENV  := .venv-asan
+ASAN_PY    := $(ASAN_VENV)/bin/python
+ASAN_BUILT := $(ASAN_VENV)/.core-built
+ASAN_ENV   := LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
+              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TOKAMATA_FUZZ_TIMEOUT=60
+test-asan: $(ASAN_BUILT) $(VOCABS)
+	$(ASAN_ENV) $(ASAN_PY) -m pytest -q -m "not slow" -p no:cacheprovider tests/unit tests/property tests/fuzz \
+	    --deselect tests/unit/test_compiled_modules.py
+
+$(ASAN_BUILT): $(DEPS) $(CPP_SRC)
+	test -x $(ASAN_PY) || "$$($(PY) -c 'import sys; print(sys._base_executable)')" -m venv --without-pip $(ASAN_VENV)
+	$(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' > \
+	    "$$($(ASAN_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tokamata-deps.pth"
+	$(ASAN_PY) -m pip install -q --no-build-isolation --no-deps -e . -C build-dir=build/asan \
+	    -C cmake.define.TOKAMATA_SANITIZE=ON -C cmake.define.TOKAMATA_COMPILE_PYTHON=OFF
+	touch $@
 
 bench: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_regex.py --write benchmarks/RESULTS.md
