@@ -34,7 +34,9 @@ fuzz: $(BUILT) $(VOCABS)
 ASAN_VENV  := .venv-asan
 ASAN_PY    := $(ASAN_VENV)/bin/python
 ASAN_BUILT := $(ASAN_VENV)/.core-built
-ASAN_ENV   := LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \
+# (libstdc++ is preloaded too: else ASan's __cxa_throw interceptor finds no real one and the
+# first C++ exception aborts with "CHECK failed: asan_interceptors.cpp")
+ASAN_ENV   := LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" ASAN_OPTIONS=detect_leaks=0 \
               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TOKAMATA_FUZZ_TIMEOUT=60
 test-asan: $(ASAN_BUILT) $(VOCABS)
 	$(ASAN_ENV) $(ASAN_PY) -m pytest -q -m "not slow" -p no:cacheprovider tests/unit tests/property tests/fuzz \
