@@ -51,6 +51,10 @@ TABLE = [
     (r"(a|)b", ["ab", "b"], ["aab"]),
     (r"()", [""], ["a"]),
     (r"(?#just a comment)x", ["x"], [""]),
+    # a quantifier after a comment repeats the item before it (fuzz finding: read as a literal)
+    (r"a(?#c)*", ["", "a", "aaa"], ["a*"]),
+    (r"ab(?#x)(?#y){2}", ["abb"], ["abab", "ab"]),
+    (r"(?i)a(?#c)?", ["", "A"], ["a?", "aa"]),
     (r"[-+]?\d+(\.\d+)?([eE][-+]?\d+)?", ["1", "-1.5e10", "+3.0E-2"], ["1.", ".5", "e5"]),
     (r"(true|false|null)", ["true", "null"], ["True", "nul"]),
     (r"[\u4e00-\u9fff]{2,4}", ["中文", "中文字符"], ["中", "中文字符串"]),

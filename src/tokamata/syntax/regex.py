@@ -158,6 +158,7 @@ class _Parser:
 
     def sequence(self, top: bool) -> Node:
         items: list[Node] = []
+        starts: list[int] = []
         first = True
         while True:
             self.skip_verbose()
@@ -169,9 +170,13 @@ class _Parser:
                 self.anchor(top, first)
                 continue
             atom = self.atom()
-            if atom is None:  # a flag group or comment: no text
+            if atom is None:  # a flag group or comment: no text; a quantifier after a comment
+                # repeats the item before it, as in re ('a(?#c)*' is 'a*')
+                if items and self.peek() in ("*", "+", "?", "{"):
+                    items[-1] = self.quantified(items[-1], starts[-1])
                 continue
             first = False
+            starts.append(start)
             items.append(self.quantified(atom, start))
         if len(items) == 1:
             return items[0]
