@@ -29,7 +29,9 @@ fuzz: $(BUILT) $(VOCABS)
 # The C++ core built with AddressSanitizer + UndefinedBehaviorSanitizer into its own environment
 # (.venv-asan: the packages of .venv through a .pth file, tokamata installed editable over
 # build/asan, the Python modules not compiled), then the unit, property and fuzz tests under it
-# (not test_compiled_modules, and not the /dev/zero test, whose peak-RSS bound ASan's shadow breaks).
+# (not test_compiled_modules, and not the /dev/zero test, whose peak-RSS bound ASan's shadow breaks;
+# not the two cases that need plain speed: allone4's walks build ~9,000 lexer states each within
+# max_compile_seconds, and the 12,000-rule GBNF finding must compile within the worker's 10 s cap).
 # Python is not instrumented: libasan is preloaded; leaks are not checked (the interpreter's own
 # allocations at exit would be reported); a finding aborts the process, failing the test.
 ASAN_VENV  := .venv-asan
@@ -42,7 +44,9 @@ ASAN_ENV   := LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file
 test-asan: $(ASAN_BUILT) $(VOCABS)
 	$(ASAN_ENV) $(ASAN_PY) -m pytest -q -m "not slow" -p no:cacheprovider tests/unit tests/property tests/fuzz \
 	    --deselect tests/unit/test_compiled_modules.py \
-	    --deselect tests/unit/test_vocab_hostile.py::test_dev_zero_reads_at_most_the_bound
+	    --deselect tests/unit/test_vocab_hostile.py::test_dev_zero_reads_at_most_the_bound \
+	    --deselect "tests/property/test_json_schema_walks.py::test_random_walks_are_valid[Handwritten---allone4]" \
+	    --deselect "tests/fuzz/test_fuzz_findings.py::test_finding[test_fuzz_gbnf-2]"
 
 $(ASAN_BUILT): $(DEPS) $(CPP_SRC)
 	test -x $(ASAN_PY) || "$$($(PY) -c 'import sys; print(sys._base_executable)')" -m venv --without-pip $(ASAN_VENV)
