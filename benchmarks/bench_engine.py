@@ -12,8 +12,9 @@ Measured, for each regex of benchmarks/workload.py (seed 000 App. C.4, plus quot
 
 For each, the instance's canonical tokens are consumed one by one (**consume**, per token,
 masks not filled) and filled then consumed (**warm fill**, per step, after a first walk has
-built every mask); medians over ``--repeats`` walks. Targets (issue 16): grammar and schema
-within 1.5x of regex on both.
+built every mask); medians over at least ``--repeats`` walks and 2,000 tokens per path, the
+three paths of a case measured walk by walk in rotating order. Targets (issue 16): grammar and
+schema within 1.5x of regex on both.
 
 **Threads**: 64 matchers over distinct JSON Schemas (MaskBench sample, or the handwritten
 schemas when ../shared/data is absent) decode their valid instances in lockstep; each step
@@ -70,56 +71,69 @@ def _paths(pattern: str, instance: str, vocab, path: str):
     ]
 
 
-def _consume_ns(constraint, tokens, repeats: int) -> float:
-    """Median over walks of the mean ns per consumed token (after one warm-up walk)."""
-    samples = []
-    for r in range(repeats + 1):
-        m = constraint.matcher()
-        consume = m.consume
-        t0 = time.perf_counter_ns()
-        for t in tokens:
-            consume(t)
-        dt = time.perf_counter_ns() - t0
-        if not m.is_accepting():
-            raise SystemExit(f"instance rejected by {constraint!r}")
-        if r:
-            samples.append(dt / len(tokens))
-    return statistics.median(samples)
+#: token steps per path and measure at least (short instances get more walks)
+MIN_STEPS = 2000
 
 
-def _fill_ns(constraint, tokens, buf, repeats: int) -> float:
-    """Median over walks of the mean ns per warm fill (masks built by a first walk)."""
-    samples = []
+def _consume_walk_ns(constraint, tokens) -> float:
+    """Mean ns per consumed token over one walk (masks not filled)."""
+    m = constraint.matcher()
+    consume = m.consume
+    t0 = time.perf_counter_ns()
+    for t in tokens:
+        consume(t)
+    dt = time.perf_counter_ns() - t0
+    if not m.is_accepting():
+        raise SystemExit(f"instance rejected by {constraint!r}")
+    return dt / len(tokens)
+
+
+def _fill_walk_ns(constraint, tokens, buf) -> float:
+    """Mean ns per warm fill over one walk (the masks built by an earlier walk)."""
     clock = time.perf_counter_ns
-    for r in range(repeats + 1):
-        m = constraint.matcher()
-        fill, consume = m.fill_bitmask, m.consume
-        total = 0
-        for t in tokens:
-            t0 = clock()
-            fill(buf, 0)
-            total += clock() - t0
-            consume(t)
-        if r:
-            samples.append(total / len(tokens))
-    return statistics.median(samples)
+    m = constraint.matcher()
+    fill, consume = m.fill_bitmask, m.consume
+    total = 0
+    for t in tokens:
+        t0 = clock()
+        fill(buf, 0)
+        total += clock() - t0
+        consume(t)
+    return total / len(tokens)
 
 
 def bench_paths(vocab, path: str, repeats: int) -> list[dict]:
+    """Per case, the three paths are compiled and warmed, then measured walk by walk in
+    rotating order (regex, grammar, schema; grammar, schema, regex; ...), so that a slow
+    moment of the machine falls on all three alike; medians over at least ``repeats`` walks
+    and ``MIN_STEPS`` tokens per path."""
     buf = tokamata.allocate_bitmask(1, vocab.size)
     rows = []
     for case in CASES:
         row = {"case": case.name, "seed": case.seed}
+        paths = []
         for name, compile_fn, tokens in _paths(case.pattern, case.instance, vocab, path):
             tokamata.clear_caches(vocab)
             constraint = compile_fn()
-            row[name] = {"strategy": constraint.strategy, "tokens": len(tokens),
-                         "consume_ns": _consume_ns(constraint, tokens, repeats),
-                         "fill_ns": _fill_ns(constraint, tokens, buf, repeats)}
+            _fill_walk_ns(constraint, tokens, buf)  # builds every mask of the walk
+            _consume_walk_ns(constraint, tokens)
+            paths.append((name, constraint, tokens))
+        walks = max(repeats, max(-(-MIN_STEPS // len(tokens)) for _, _, tokens in paths))
+        consume: dict[str, list[float]] = {name: [] for name, _, _ in paths}
+        fill: dict[str, list[float]] = {name: [] for name, _, _ in paths}
+        for r in range(walks):
+            for k in range(len(paths)):
+                name, constraint, tokens = paths[(r + k) % len(paths)]
+                consume[name].append(_consume_walk_ns(constraint, tokens))
+                fill[name].append(_fill_walk_ns(constraint, tokens, buf))
+        for name, constraint, tokens in paths:
+            row[name] = {"strategy": constraint.strategy, "tokens": len(tokens), "walks": walks,
+                         "consume_ns": statistics.median(consume[name]),
+                         "fill_ns": statistics.median(fill[name])}
         rows.append(row)
         print(f"  {case.name}: " + ", ".join(
             f"{n} consume {row[n]['consume_ns']:.0f} ns fill {row[n]['fill_ns']:.0f} ns"
-            for n in ("regex", "grammar", "schema")), flush=True)
+            for n in ("regex", "grammar", "schema")) + f" ({walks} walks each)", flush=True)
     return rows
 
 
@@ -210,7 +224,7 @@ def report(rows: list[dict], threads: dict, repeats: int) -> str:
         commit = "?"
     lines = ["# One engine: regular vs Earley strategy, and threaded batch fills", "",
              f"Llama 3 tokenizer, tokamata at {commit}, {platform.machine()} with {os.cpu_count()} cores, "
-             f"Python {platform.python_version()}; medians over {repeats} walks. Written by "
+             f"Python {platform.python_version()}; medians over at least {repeats} walks and {MIN_STEPS:,} tokens per path, the paths of a case in rotating order. Written by "
              "`make bench-engine` (`benchmarks/bench_engine.py`; its docstring says what is measured).", "",
              "## Consume and warm fill per token, same regex, three front ends", "",
              "| case | tokens (text / JSON) | consume regex | grammar | schema | fill regex | grammar | schema |",
@@ -251,7 +265,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--matchers", type=int, default=64)
-    parser.add_argument("--thread-repeats", type=int, default=5)
+    parser.add_argument("--thread-repeats", type=int, default=11)
     parser.add_argument("--write", metavar="PATH")
     args = parser.parse_args(argv)
     path = llama3_tokenizer_path()
