@@ -155,6 +155,7 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
     }
   }
   mask->accepting = configuration_accepting(c);
+  mask->index_words();
   MaskPtr done = std::move(mask);
   remember(c, done);
   return done;
@@ -189,6 +190,7 @@ MaskPtr ConstraintCore::mask(const Configuration* position, size_t size) {
     or_into(mask->bits, part->bits);
     mask->accepting = mask->accepting || part->accepting;
   }
+  mask->index_words();
   MaskPtr done = std::move(mask);
   remember(std::move(key), done);
   return done;
@@ -337,9 +339,16 @@ void MatcherCore::write(const TokenRow* row, uint32_t* out, int64_t num_words) c
   if (terminated_) {
     std::memset(out, 0, static_cast<size_t>(num_words) * 4);
   } else {
-    const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row->bits.size()), num_words);
-    std::memcpy(out, row->bits.data(), static_cast<size_t>(copy) * 4);
-    if (num_words > copy) std::memset(out + copy, 0, static_cast<size_t>(num_words - copy) * 4);
+    if (row->sparse) {  // clear, then the few nonzero words: half the bytes of a copy
+      std::memset(out, 0, static_cast<size_t>(num_words) * 4);
+      for (uint32_t i : row->nonzero_words) {
+        if (i < num_words) out[i] = row->bits[i];
+      }
+    } else {
+      const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row->bits.size()), num_words);
+      std::memcpy(out, row->bits.data(), static_cast<size_t>(copy) * 4);
+      if (num_words > copy) std::memset(out + copy, 0, static_cast<size_t>(num_words - copy) * 4);
+    }
     eos = row->accepting;
   }
   if (eos) {

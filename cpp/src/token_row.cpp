@@ -132,6 +132,7 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
       walk_trie(*trie_, *dfa_, state, *fresh);
     }
     fresh->accepting = dfa_->accepting(state);
+    fresh->index_words();
     row = fresh;
     if (shared_) shared_->insert(key, row);
   }

@@ -122,6 +122,28 @@ struct TokenRow {
   // grammar mask (matcher_core.cpp) leaves it 0: nothing reads it, and counting it took about
   // 85,000 instructions per new Llama 3 mask (a libgcc call per word: no -mpopcnt here)
   int32_t num_allowed = 0;
+  // When at most one word in 16 of bits is nonzero (most grammar positions allow a handful of
+  // tokens): their indices, ascending, and sparse = true. A fill then clears the output and
+  // writes those words instead of copying the whole row, moving half the bytes. Set by
+  // index_words() once bits are final, before the row is shared (rows are immutable after).
+  std::vector<uint32_t> nonzero_words;
+  bool sparse = false;
+
+  void index_words() {
+    nonzero_words.clear();
+    sparse = false;
+    const size_t cap = bits.size() / 16;
+    for (size_t i = 0; i < bits.size(); ++i) {
+      if (bits[i] == 0) continue;
+      if (nonzero_words.size() == cap) {
+        nonzero_words.clear();
+        nonzero_words.shrink_to_fit();
+        return;
+      }
+      nonzero_words.push_back(static_cast<uint32_t>(i));
+    }
+    sparse = true;
+  }
 };
 
 // Rows by structural state key, shared by every constraint over one vocabulary. Bounded:
