@@ -32,7 +32,9 @@ import numpy as np
 
 from ..caches import register_process_cache
 from ..deadline import check_deadline
+from ..limits import DEFAULT_LIMITS
 
+from . import native
 from .derivatives import (NOTHING, Expr, Kind, alternation, byte_set, cuts, derivative, describe, intern_node,
                           is_interned, register_kind)
 
@@ -171,14 +173,11 @@ def _non_empty(kind: int, members: tuple, limits) -> bool:
     if kind == _DIFF and members[0]._infinite and members[1]._longest is not None:  # (analysis.infinite, finite)
         _emptiness[key] = True  # longer strings than the subtrahend has are left over
         return True
-    from ..limits import DEFAULT_LIMITS
-    from . import native
-
     check_deadline()  # (each native search is bounded by its budget; many of them add up)
     budget = (limits or DEFAULT_LIMITS).max_dfa_states
     bridge = native.bridge()
     if kind == _AND:
-        ids = np.fromiter([bridge.to_arena(m) for m in members], dtype=np.int32, count=len(members))
+        ids = np.fromiter((bridge.to_arena(m) for m in members), dtype=np.int32, count=len(members))
         found = bridge.arena.intersection(ids, budget) != 0
     else:
         found = bridge.arena.difference(bridge.to_arena(members[0]), bridge.to_arena(members[1]), budget) != 0
@@ -190,7 +189,6 @@ def reference_non_empty(kind: int, members: tuple, limits=None) -> bool:
     """Whether the AND (``kind == Kind.AND``) or DIFF of ``members`` matches some string, by a
     depth-first search of the product of their Python derivatives (the oracle of the native
     search; raises :class:`LimitExceeded` past ``limits.max_dfa_states`` states)."""
-    from ..limits import DEFAULT_LIMITS
     budget = (limits or DEFAULT_LIMITS).max_dfa_states
     key = (kind, members)
     if _accepts(kind, members):
