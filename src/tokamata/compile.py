@@ -19,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .automata import charset as cs
 from .automata import derivatives as d
 from .caches import clear_caches
 from .constraint import Constraint
 from .deadline import compile_deadline
-from .errors import InvalidArgument, InvalidSyntax
+from .errors import InvalidArgument, InvalidSyntax, TokamataError
+from .grammar.characters import restrict_characters
 from .grammar.ir import Grammar, check_grammar, lexeme_grammar
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.json import json_grammar, whitespace_bound
-from .syntax.regex import parse_regex
+from .syntax.regex import Chars, parse_regex
 from .syntax.regex_lower import lower
 
 __all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
@@ -39,32 +41,80 @@ def _check_vocab(vocab) -> None:
         raise InvalidArgument(f"vocab must be a tokamata.Vocabulary, got {type(vocab).__name__}")
 
 
-def _constraint(grammar: Grammar, vocab, limits: Limits, description: str, **details) -> Constraint:
+def _constraint(grammar: Grammar, vocab, limits: Limits, description: str, characters=None,
+                **details) -> Constraint:
     _check_vocab(vocab)
-    return Constraint(check_grammar(grammar, limits), vocab, limits, description, **details)
+    filters = ()
+    if characters is not None:
+        allowed, spelled = characters
+        grammar = restrict_characters(grammar, allowed, limits, spelled)
+        filters = (f"characters={spelled}",)
+    return Constraint(check_grammar(grammar, limits), vocab, limits, description, filters=filters, **details)
 
 
-def compile_regex(pattern: str, vocab, limits: Limits | None = None) -> Constraint:
+def _characters(characters) -> tuple[cs.CharSet, str] | None:
+    """The ``characters=`` argument as (set, how to name it): ``None``, a named set
+    (:data:`~tokamata.automata.charset.NAMED_SETS`), a one-character regex (a class such as
+    ``"[a-z ]"`` or ``"\\w"``), or a collection of those (their union)."""
+    if characters is None:
+        return None
+    items = [characters] if isinstance(characters, str) else characters
+    if not isinstance(items, Iterable) or isinstance(items, (bytes, Mapping)):
+        raise InvalidArgument(f"characters must be a named set, a regex character class or a list of them, "
+                              f"got {type(characters).__name__}")
+    items = list(items)
+    if not items:
+        raise InvalidArgument("characters must name at least one set (got an empty collection)")
+    sets = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidArgument(f"characters must hold str items, got {type(item).__name__} {item!r:.40}")
+        named = cs.NAMED_SETS.get(item)
+        if named is not None:
+            sets.append(named)
+            continue
+        try:
+            node = parse_regex(item, DEFAULT_LIMITS)
+        except TokamataError:
+            node = None
+        if not isinstance(node, Chars):
+            raise InvalidArgument(f"characters: {item!r} is neither a named set ({', '.join(sorted(cs.NAMED_SETS))}) "
+                                  f"nor a regex that matches one character (such as '[a-z ]')")
+        sets.append(node.charset)
+    allowed = cs.union(*sets)
+    if not allowed:
+        raise InvalidArgument(f"characters={characters!r} allows no character")
+    return allowed, repr(characters) if isinstance(characters, str) else repr(items)
+
+
+def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characters=None) -> Constraint:
     """Compile a Python ``re`` pattern; the whole output must match it (full match).
 
     Raises :class:`InvalidSyntax` for malformed patterns, :class:`Unsupported` for
     non-regular features (with their span), :class:`LimitExceeded` for blow-ups.
+
+    ``characters`` (every compile function has it) restricts every generated character to a
+    set: a named set (``"ascii"``, ``"latin"``, ``"hangul"``, ``"cjk"``), a regex matching
+    one character (``"[a-z ]"``) or a list of those (:mod:`tokamata.grammar.characters`).
 
     >>> import tokamata
     >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
     >>> m = tokamata.compile_regex("a+b", vocab).matcher()
     >>> m.allowed_tokens().tolist()
     [0, 2]
+    >>> tokamata.compile_regex("[ab]+", vocab, characters="[a]").matcher().allowed_tokens().tolist()
+    [0]
     """
     limits = _limits(limits)
     _check_vocab(vocab)
+    allowed = _characters(characters)
     with compile_deadline(limits):
         tree = parse_regex(_text(pattern, "pattern"), limits)
         expr = lower(tree)
         if expr is d.NOTHING:
             raise InvalidSyntax("the regex matches no string (empty language)", text=pattern,
                                 span=(0, len(pattern)))
-        return Constraint(lexeme_grammar("REGEX", expr), vocab, limits, "regex", source=pattern)
+        return _constraint(lexeme_grammar("REGEX", expr), vocab, limits, "regex", allowed, source=pattern)
 
 
 def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,
@@ -114,7 +164,7 @@ def _approximate(approximate) -> frozenset[str]:
 
 
 def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None,
-                    registry: Mapping[str, Any] | None = None) -> Constraint:
+                    registry: Mapping[str, Any] | None = None, characters=None) -> Constraint:
     """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
     of ``start``. Lexemes may end wherever their terminal matches, as with lark's Earley
     parser and ``lexer="dynamic_complete"``. ``registry`` serves the ``$ref``s of ``%json``
@@ -129,22 +179,25 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     from .syntax.lark import parse_lark
 
     limits = _limits(limits)
+    allowed = _characters(characters)
     with compile_deadline(limits):
         grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
-        return _constraint(grammar, vocab, limits, "lark grammar", source=text)
+        return _constraint(grammar, vocab, limits, "lark grammar", allowed, source=text)
 
 
-def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None) -> Constraint:
+def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None,
+                 characters=None) -> Constraint:
     """Compile a llama.cpp GBNF grammar; the whole output must be a sentence of ``start``."""
     from .syntax.gbnf import parse_gbnf
 
     limits = _limits(limits)
+    allowed = _characters(characters)
     with compile_deadline(limits):
         grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
-        return _constraint(grammar, vocab, limits, "GBNF grammar", source=text)
+        return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, source=text)
 
 
-def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -> Constraint:
+def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None, characters=None) -> Constraint:
     """Any JSON value (RFC 8259). ``whitespace``: ``"compact"`` (none, the default),
     ``"flexible"`` (up to 20 whitespace characters wherever JSON allows whitespace) or an int
     bound per place.
@@ -157,15 +210,16 @@ def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None) -
     """
     limits = _limits(limits)
     bound = whitespace_bound(whitespace)
+    allowed = _characters(characters)
     with compile_deadline(limits):
-        return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}")
+        return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}", allowed)
 
 
 def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: bool = False,
                         approximate=frozenset(), ignore_unknown_formats: bool = False,
                         property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
                         limits: Limits | None = None,
-                        registry: Mapping[str, Any] | None = None) -> Constraint:
+                        registry: Mapping[str, Any] | None = None, characters=None) -> Constraint:
     """Compile a JSON Schema (a dict, a bool, or its JSON text): the output must be a JSON text
     valid against it. Keywords that cannot be enforced exactly raise :class:`Unsupported` with
     their JSON pointer unless named in ``approximate`` (then ``constraint.report()`` lists
@@ -191,9 +245,10 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
     from .syntax.json_schema import schema_to_grammar
 
     limits = _limits(limits)
+    allowed = _characters(characters)
     with compile_deadline(limits):
         grammar, report = schema_to_grammar(
             schema, limits, whitespace=whitespace, strict=strict, approximate=_approximate(approximate),
             ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
             max_whitespace=max_whitespace, registry=_registry(registry))
-        return _constraint(grammar, vocab, limits, "JSON Schema", approximations=tuple(report))
+        return _constraint(grammar, vocab, limits, "JSON Schema", allowed, approximations=tuple(report))

@@ -59,7 +59,7 @@ class Constraint:
     """
 
     def __init__(self, grammar: Grammar, vocab, limits: Limits, description: str, *,
-                 approximations: tuple = (), source: str | None = None):
+                 approximations: tuple = (), source: str | None = None, filters: tuple = ()):
         self.grammar = grammar
         self.vocab = vocab
         self.limits = limits
@@ -68,6 +68,8 @@ class Constraint:
         #: what the constraint enforces differently from what was asked (named approximations
         #: the caller opted into, e.g. JSON Schema keywords), each with where it applies
         self.approximations = tuple(approximations)
+        #: the filters composed into the grammar, as the caller spelled them ("characters='[a-z ]'")
+        self.filters = tuple(filters)
         self.vocab_size = int(vocab.size)  #: logit columns (ids past the tokenizer's are padding)
         self.lexer = Lexer(grammar, limits)
         eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)

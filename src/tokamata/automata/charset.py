@@ -170,3 +170,22 @@ def _subtract(a: CharSet, b: CharSet) -> CharSet:
 
 
 register_process_cache("case-insensitive character sets", ignore_case.cache_clear)
+
+
+# ------------------------------------------------------------------ named character sets
+
+#: The named sets of the ``characters=`` filter. Each script set is all of ASCII (what numbers,
+#: JSON, keywords and most grammars' structure are written in) plus the script's own blocks, so
+#: that generated text cannot wander into other scripts.
+NAMED_SETS: dict[str, CharSet] = {
+    "ascii": ((0x00, 0x7F),),
+    # Latin-1 Supplement, Latin Extended-A and -B, Latin Extended Additional
+    "latin": normalize([(0x00, 0x7F), (0xA0, 0x24F), (0x1E00, 0x1EFF)]),
+    # Hangul Jamo, CJK punctuation, Compatibility Jamo, Jamo Extended-A/-B, Hangul Syllables
+    "hangul": normalize([(0x00, 0x7F), (0x1100, 0x11FF), (0x3000, 0x303F), (0x3130, 0x318F),
+                         (0xA960, 0xA97F), (0xAC00, 0xD7A3), (0xD7B0, 0xD7FF)]),
+    # CJK punctuation, Hiragana, Katakana, CJK Unified Ideographs (Extension A and B too), the
+    # compatibility ideographs, half- and full-width forms
+    "cjk": normalize([(0x00, 0x7F), (0x3000, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
+                      (0xF900, 0xFAFF), (0xFF00, 0xFFEF), (0x20000, 0x2A6DF)]),
+}
