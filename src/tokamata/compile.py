@@ -17,7 +17,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Union
 
 from .automata import charset as cs
 from .automata import derivatives as d
@@ -32,6 +32,9 @@ from .syntax.json import json_grammar, whitespace_bound
 from .syntax.regex import Chars, parse_regex
 from .syntax.regex_lower import lower
 
+#: the ``characters=`` argument: a named set, a one-character regex, or a collection of them
+Characters = Union[str, Iterable[str], None]
+
 __all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
            "compile_grammar_ir", "clear_caches"]
 
@@ -41,10 +44,11 @@ def _check_vocab(vocab) -> None:
         raise InvalidArgument(f"vocab must be a tokamata.Vocabulary, got {type(vocab).__name__}")
 
 
-def _constraint(grammar: Grammar, vocab, limits: Limits, description: str, characters=None,
+def _constraint(grammar: Grammar, vocab, limits: Limits, description: str,
+                characters: tuple[cs.CharSet, str] | None = None,
                 **details) -> Constraint:
     _check_vocab(vocab)
-    filters = ()
+    filters: tuple[str, ...] = ()
     if characters is not None:
         allowed, spelled = characters
         grammar = restrict_characters(grammar, allowed, limits, spelled)
@@ -52,7 +56,7 @@ def _constraint(grammar: Grammar, vocab, limits: Limits, description: str, chara
     return Constraint(check_grammar(grammar, limits), vocab, limits, description, filters=filters, **details)
 
 
-def _characters(characters) -> tuple[cs.CharSet, str] | None:
+def _characters(characters: Characters) -> tuple[cs.CharSet, str] | None:
     """The ``characters=`` argument as (set, how to name it): ``None``, a named set
     (:data:`~tokamata.automata.charset.NAMED_SETS`), a one-character regex (a class such as
     ``"[a-z ]"`` or ``"\\w"``), or a collection of those (their union)."""
@@ -87,7 +91,7 @@ def _characters(characters) -> tuple[cs.CharSet, str] | None:
     return allowed, repr(characters) if isinstance(characters, str) else repr(items)
 
 
-def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characters=None) -> Constraint:
+def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characters: Characters = None) -> Constraint:
     """Compile a Python ``re`` pattern; the whole output must match it (full match).
 
     Raises :class:`InvalidSyntax` for malformed patterns, :class:`Unsupported` for
@@ -164,7 +168,7 @@ def _approximate(approximate) -> frozenset[str]:
 
 
 def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None,
-                    registry: Mapping[str, Any] | None = None, characters=None) -> Constraint:
+                    registry: Mapping[str, Any] | None = None, characters: Characters = None) -> Constraint:
     """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
     of ``start``. Lexemes may end wherever their terminal matches, as with lark's Earley
     parser and ``lexer="dynamic_complete"``. ``registry`` serves the ``$ref``s of ``%json``
@@ -186,7 +190,7 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
 
 
 def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None,
-                 characters=None) -> Constraint:
+                 characters: Characters = None) -> Constraint:
     """Compile a llama.cpp GBNF grammar; the whole output must be a sentence of ``start``."""
     from .syntax.gbnf import parse_gbnf
 
@@ -197,7 +201,7 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
         return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, source=text)
 
 
-def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None, characters=None) -> Constraint:
+def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None, characters: Characters = None) -> Constraint:
     """Any JSON value (RFC 8259). ``whitespace``: ``"compact"`` (none, the default),
     ``"flexible"`` (up to 20 whitespace characters wherever JSON allows whitespace) or an int
     bound per place.
@@ -219,7 +223,7 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
                         approximate=frozenset(), ignore_unknown_formats: bool = False,
                         property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
                         limits: Limits | None = None,
-                        registry: Mapping[str, Any] | None = None, characters=None) -> Constraint:
+                        registry: Mapping[str, Any] | None = None, characters: Characters = None) -> Constraint:
     """Compile a JSON Schema (a dict, a bool, or its JSON text): the output must be a JSON text
     valid against it. Keywords that cannot be enforced exactly raise :class:`Unsupported` with
     their JSON pointer unless named in ``approximate`` (then ``constraint.report()`` lists

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,11 +20,11 @@ def _run(*args):
 def test_help():
     out = _run("--help")
     assert out.returncode == 0, out.stderr
-    for command in ("generate", "mask", "demo"):
+    for command in ("check", "generate", "mask", "demo"):
         assert command in out.stdout
 
 
-@pytest.mark.parametrize("command", ["generate", "mask", "demo"])
+@pytest.mark.parametrize("command", ["check", "generate", "mask", "demo"])
 def test_subcommand_help(command):
     out = _run(command, "--help")
     assert out.returncode == 0, out.stderr
@@ -73,6 +74,117 @@ def test_mask_limit_and_counts(llama3_json, capsys):
 
 
 def test_mask_disallowed_prefix_is_reported(llama3_json, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["mask", "--regex", "(yes|no)", "--tokenizer-json", llama3_json, "--prefix", "x"])
-    assert "does not allow" in str(info.value)
+    assert main(["mask", "--regex", "(yes|no)", "--tokenizer-json", llama3_json, "--prefix", "x"]) == 2
+    assert "does not allow" in capsys.readouterr().err
+
+
+# -- every constraint kind, check, --json, errors ------------------------------------------------
+
+GRAMMAR = 'start: "(" NUMBER ("," NUMBER)* ")"\nNUMBER: /[0-9]+/\n'
+GBNF = 'root ::= "(" [0-9]+ ")"\n'
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}
+
+
+@pytest.fixture()
+def files(tmp_path):
+    (tmp_path / "g.lark").write_text(GRAMMAR)
+    (tmp_path / "g.gbnf").write_text(GBNF)
+    (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "bad.lark").write_text('start: "a"\n  | b c\nb: "x"\n')
+    (tmp_path / "bad.json").write_text("{not json")
+    return tmp_path
+
+
+def _kinds(files):
+    return {"regex": ["--regex", r"\(\d+\)"], "grammar": ["--grammar", str(files / "g.lark")],
+            "gbnf": ["--gbnf", str(files / "g.gbnf")], "json": ["--json"], "schema": ["--schema", str(files / "s.json")]}
+
+
+def test_version():
+    import tokamata
+
+    out = _run("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"tokamata {tokamata.__version__}"
+
+
+@pytest.mark.parametrize("kind", ["regex", "grammar", "gbnf", "json", "schema"])
+def test_check_every_kind(files, kind, capsys):
+    assert main(["check", *_kinds(files)[kind]]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ok: ") and "strategy" in out
+    assert main(["check", *_kinds(files)[kind], "--format", "json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["ok"] and record["kind"] == kind and record["first_allowed"] > 0
+
+
+@pytest.mark.parametrize("kind,prefix,expect", [
+    ("regex", "(12", b"')'"), ("grammar", "(1,", b"'2'"), ("gbnf", "(", b"'7'"),
+    ("json", "[", b"'true'"), ("schema", '{"n":', b"'5'")])
+def test_mask_every_kind(files, llama3_json, kind, prefix, expect, capsys):
+    assert main(["mask", *_kinds(files)[kind], "--tokenizer-json", llama3_json, "--prefix", prefix,
+                 "--limit", "-1"]) == 0
+    out = capsys.readouterr().out
+    assert expect.decode() in out
+    assert main(["mask", *_kinds(files)[kind], "--tokenizer-json", llama3_json, "--prefix", prefix, "--format", "json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["allowed"] and record["eos_allowed"] is False
+
+
+def test_check_shows_a_caret_under_a_regex_error(capsys):
+    assert main(["check", "--regex", r"ab(?<=x)c"]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("error: Unsupported")
+    assert out[1] == "  ab(?<=x)c"
+    assert out[2] == "    ^~~~~~"
+
+
+def test_check_shows_grammar_line_and_column(files, capsys):
+    assert main(["check", "--grammar", str(files / "bad.lark"), "--format", "json"]) == 2
+    record = json.loads(capsys.readouterr().out)
+    assert record["ok"] is False and record["line"] == 2
+    assert main(["check", "--grammar", str(files / "bad.lark")]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("  2 | ") and out[2].strip() == "^"
+
+
+def test_check_schema_error_has_pointer(tmp_path, capsys):
+    (tmp_path / "u.json").write_text(json.dumps({"properties": {"a": {"type": "strin"}}}))
+    assert main(["check", "--schema", str(tmp_path / "u.json"), "--format", "json"]) == 2
+    record = json.loads(capsys.readouterr().out)
+    assert record["pointer"].startswith("/properties/a")
+
+
+def test_characters_filter_from_the_command_line(llama3_json, capsys):
+    assert main(["mask", "--regex", "[a-z]+", "--characters", "[ab]", "--tokenizer-json", llama3_json,
+                 "--format", "json"]) == 0
+    allowed = json.loads(capsys.readouterr().out)["allowed"]
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(llama3_json)
+    assert allowed and all(set(tok.decode([t])) <= {"a", "b"} for t in allowed)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["check", "--grammar", "/nonexistent.lark"], "does not exist"),
+    (["check", "--schema", "BAD"], "is not JSON"),
+    (["mask", "--regex", "a", "--gguf", "/nonexistent.gguf"], "does not exist"),
+    (["check", "--regex", "a", "--characters", "greek"], "characters"),
+    (["generate", "--regex", "a", "--prompt", "x", "--model", "/nonexistent.gguf"], "does not exist"),
+])
+def test_usage_errors_are_one_line_with_status_2(files, argv, message):
+    argv = [str(files / "bad.json") if a == "BAD" else a for a in argv]
+    out = _run(*argv)
+    assert out.returncode == 2, out
+    said = out.stderr + out.stdout  # (check prints a constraint's error as its result, on stdout)
+    assert message in said and "Traceback" not in said
+    assert len(said.strip().splitlines()) == 1
+
+
+def test_unknown_flag_is_a_usage_error():
+    out = _run("check", "--regex", "a", "--no-such-flag")
+    assert out.returncode == 2 and "unrecognized arguments" in out.stderr
+
+
+def test_debug_shows_the_traceback():
+    out = _run("--debug", "check", "--grammar", "/nonexistent.lark")
+    assert out.returncode != 0 and "Traceback" in out.stderr

@@ -10,7 +10,7 @@ Every ``import`` of every module under src/tokamata (module level and inside fun
   3 front ends    syntax/*; constraint and matcher (the one Constraint and Matcher)
   4 front doors   compile
   5 integrations  integrations/*
-  6 the face      tokamata (the package), __main__
+  6 the face      tokamata (the package), __main__, cli/*
 
 A module may import its own layer or a lower one, never a higher one; and the graph has no
 cycles (a cycle would make the order of imports, and so the meaning of a partial import,
@@ -32,7 +32,7 @@ LAYERS = [  # (layer, module name prefixes), most specific prefix first where th
     (3, ("tokamata.syntax", "tokamata.constraint", "tokamata.matcher")),
     (4, ("tokamata.compile",)),
     (5, ("tokamata.integrations",)),
-    (6, ("tokamata.__main__", "tokamata")),
+    (6, ("tokamata.__main__", "tokamata.cli", "tokamata")),
 ]
 
 

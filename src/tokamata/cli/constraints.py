@@ -1,0 +1,142 @@
+"""Which constraint a command works with: the options every command shares (``--regex``,
+``--grammar FILE``, ``--gbnf FILE``, ``--json``, ``--schema FILE``, ``--characters``), how to
+compile them, and how to check an output independently of tokamata.
+
+Invariants:
+- Exactly one constraint option is given (argparse enforces it). Files are read here; a missing
+  or unreadable file, or a schema file that is not JSON, is a :class:`CliError` naming the file
+  (exit status 2), raised before anything slow happens (no model is loaded first).
+- Outputs are judged by independent validators: ``re.fullmatch`` for regexes, the ``lark``
+  package for Lark grammars, ``json`` for JSON, ``jsonschema`` for schemas; GBNF has none
+  (``None``: not checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CliError", "Spec", "add_constraint_options", "spec_from_args", "compile_spec", "validate"]
+
+
+class CliError(Exception):
+    """A usage problem the command line reports in one line (exit status 2), with a hint."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A constraint as the user gave it: ``kind`` (regex, grammar, gbnf, json, schema), its
+    text (a pattern, grammar text, schema JSON text; empty for ``json``), where it came from,
+    and the character filter."""
+
+    kind: str
+    text: str
+    origin: str
+    characters: str | None = None
+
+    def describe(self, width: int = 160) -> str:
+        body = {"regex": f"/{self.text}/", "json": "any JSON value"}.get(self.kind)
+        if body is None:
+            one_line = " ".join(line.strip() for line in self.text.strip().splitlines())
+            body = f"{self.kind} {self.origin}: {one_line}"
+        return body if len(body) <= width else body[: width - 3] + "..."
+
+
+def add_constraint_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--regex", metavar="PATTERN", help="a Python-style regex (the whole output must match)")
+    group.add_argument("--grammar", metavar="FILE", help="a Lark-style grammar file (start rule: start)")
+    group.add_argument("--gbnf", metavar="FILE", help="a llama.cpp GBNF grammar file (start rule: root)")
+    group.add_argument("--json", dest="any_json", action="store_true", help="any JSON value")
+    group.add_argument("--schema", metavar="FILE", help="a JSON Schema file")
+    parser.add_argument("--characters", metavar="SET",
+                        help="restrict every generated character: ascii, latin, hangul, cjk or a class like '[a-z ]'")
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise CliError(f"the {what} file {path!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"cannot read the {what} file {path!r}: {exc}") from None
+
+
+def spec_from_args(args: argparse.Namespace) -> Spec:
+    characters = getattr(args, "characters", None)
+    if args.regex is not None:
+        return Spec("regex", args.regex, "--regex", characters)
+    if args.grammar is not None:
+        return Spec("grammar", _read(args.grammar, "grammar"), args.grammar, characters)
+    if args.gbnf is not None:
+        return Spec("gbnf", _read(args.gbnf, "GBNF grammar"), args.gbnf, characters)
+    if args.schema is not None:
+        text = _read(args.schema, "schema")
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            raise CliError(f"the schema file {args.schema!r} is not JSON: {exc}") from None
+        return Spec("schema", text, args.schema, characters)
+    return Spec("json", "", "--json", characters)
+
+
+def compile_spec(spec: Spec, vocab) -> tuple[Any, float]:
+    """(constraint, seconds to compile)."""
+    import tokamata
+
+    start = time.perf_counter()
+    characters = spec.characters
+    if spec.kind == "regex":
+        constraint = tokamata.compile_regex(spec.text, vocab, characters=characters)
+    elif spec.kind == "grammar":
+        constraint = tokamata.compile_grammar(spec.text, vocab, characters=characters)
+    elif spec.kind == "gbnf":
+        constraint = tokamata.compile_gbnf(spec.text, vocab, characters=characters)
+    elif spec.kind == "schema":
+        constraint = tokamata.compile_json_schema(spec.text, vocab, characters=characters)
+    else:
+        constraint = tokamata.compile_json(vocab, characters=characters)
+    return constraint, time.perf_counter() - start
+
+
+def validate(spec: Spec, text: str) -> bool | None:
+    """Whether ``text`` is in the constraint's language, by an independent validator (None:
+    there is none for this kind)."""
+    if spec.kind == "regex":
+        return re.fullmatch(spec.text, text) is not None
+    if spec.kind in ("json", "schema"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        if spec.kind == "json":
+            return True
+        try:
+            import jsonschema
+        except ImportError:
+            return None
+        try:
+            jsonschema.validate(value, json.loads(spec.text))
+        except jsonschema.ValidationError:
+            return False
+        return True
+    if spec.kind == "grammar":
+        try:
+            import lark
+        except ImportError:
+            return None
+        try:  # (tokamata's extensions, such as %json or special tokens, are not lark's)
+            parser = lark.Lark(spec.text, parser="earley", lexer="dynamic_complete")
+        except lark.exceptions.LarkError:
+            return None
+        try:
+            parser.parse(text)
+        except lark.exceptions.LarkError:
+            return False
+        return True
+    return None
