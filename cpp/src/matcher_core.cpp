@@ -33,28 +33,34 @@ ConstraintCore::ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr
                                size_t mask_cache_size)
     : lexer_(std::move(lexer)), grammar_(std::move(grammar)), initial_{0, initial_lexer, 1},
       accepts_empty_(accepts_empty),
-      special_offsets_(std::move(special_offsets)), special_tokens_(std::move(special_tokens)),
       max_configurations_(max_configurations), mask_cache_size_(std::max<size_t>(mask_cache_size, 1)) {
   if (!lexer_) throw std::invalid_argument("a constraint needs a lexer");
   if (initial_lexer < kDead || initial_lexer >= lexer_->num_states()) throw std::invalid_argument("initial lexer state out of range");
   if (!grammar_ && initial_lexer == kDead) throw std::invalid_argument("a regular constraint needs a live initial state");
-  if (special_offsets_.empty() || special_offsets_.front() != 0 ||
-      static_cast<size_t>(special_offsets_.back()) != special_tokens_.size()) {
+  if (special_offsets.empty() || special_offsets.front() != 0 ||
+      static_cast<size_t>(special_offsets.back()) != special_tokens.size()) {
     throw std::invalid_argument("special_offsets must run from 0 to len(special_tokens)");
   }
-  const size_t num_terminals = special_offsets_.size() - 1;
-  special_terminal_.assign(num_terminals, 0);
+  const size_t num_terminals = special_offsets.size() - 1;
+  const size_t words = static_cast<size_t>(num_words());
+  set_of_terminal_.assign(num_terminals, -1);
   for (size_t t = 0; t < num_terminals; ++t) {
-    if (special_offsets_[t] > special_offsets_[t + 1]) throw std::invalid_argument("special_offsets must not decrease");
-    for (int32_t i = special_offsets_[t]; i < special_offsets_[t + 1]; ++i) {
-      const int32_t token = special_tokens_[i];
+    if (special_offsets[t] > special_offsets[t + 1]) throw std::invalid_argument("special_offsets must not decrease");
+    if (special_offsets[t] == special_offsets[t + 1]) continue;
+    TokenRow row;
+    row.bits.assign(words, 0u);
+    for (int32_t i = special_offsets[t]; i < special_offsets[t + 1]; ++i) {
+      const int32_t token = special_tokens[i];
       if (token < 0 || token >= vocab_size()) throw std::invalid_argument("special token id out of range");
-      special_terminal_[t] = 1;
-      std::vector<int32_t>& terminals = special_of_token_[token];
-      if (terminals.empty() || terminals.back() != static_cast<int32_t>(t)) terminals.push_back(static_cast<int32_t>(t));
+      row.bits[token >> 5] |= 1u << (token & 31);
     }
+    row.index_words();
+    if (any_set_.empty()) any_set_.assign(words, 0u);
+    or_into(any_set_, row.bits);
+    set_of_terminal_[t] = static_cast<int32_t>(token_sets_.size());
+    token_sets_.emplace_back(static_cast<int32_t>(t), std::move(row));
   }
-  if (!grammar_ && !special_tokens_.empty()) throw std::invalid_argument("a regular constraint has no special tokens");
+  if (!grammar_ && !token_sets_.empty()) throw std::invalid_argument("a regular constraint has no token-set terminals");
   if (grammar_ && accepts_empty_) throw std::invalid_argument("accepts_empty is for regular constraints");
 }
 
@@ -138,18 +144,23 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
       for (const Config& n : next) or_into(mask->bits, configuration_mask(Configuration{n.parser, n.state, 1})->bits);
     }
   }
-  if (!special_tokens_.empty()) {
+  if (!token_sets_.empty()) {  // token-set terminals the parser takes at a boundary here
     std::vector<int32_t> parsers;
     {
       std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
       boundary_parsers(c, parsers);
     }
+    std::vector<uint8_t> added(token_sets_.size(), 0);
     for (int32_t p : parsers) {
       for (int32_t t : grammar_->parser().allowed(p)) {
-        if (!special_terminal_[t]) continue;
-        for (int32_t i = special_offsets_[t]; i < special_offsets_[t + 1]; ++i) {
-          const int32_t token = special_tokens_[i];
-          mask->bits[token >> 5] |= 1u << (token & 31);
+        const int32_t set = set_of_terminal_[t];
+        if (set < 0 || added[set]) continue;
+        added[set] = 1;
+        const TokenRow& row = token_sets_[set].second;
+        if (row.sparse) {
+          for (uint32_t w : row.nonzero_words) mask->bits[w] |= row.bits[w];
+        } else {
+          or_into(mask->bits, row.bits);
         }
       }
     }
@@ -245,13 +256,13 @@ void ConstraintCore::advance(const Configuration* position, size_t size, int32_t
     return;
   }
   std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
-  auto special = special_of_token_.find(token);
-  if (special != special_of_token_.end()) {  // the token spells special terminals (and maybe text too)
+  if (in_token_set(token)) {  // the token spells token-set terminals (and maybe text too)
     std::vector<int32_t> parsers;
     for (size_t i = 0; i < size; ++i) {
       boundary_parsers(position[i], parsers);
       for (int32_t after : parsers) {
-        for (int32_t terminal : special->second) {
+        for (const auto& [terminal, row] : token_sets_) {
+          if (!((row.bits[token >> 5] >> (token & 31)) & 1u)) continue;
           const int32_t p = grammar_->parser().scan(after, terminal);
           if (p >= 0) out.push_back(Configuration{p, grammar_->start_of(p), 1});
         }
@@ -266,7 +277,7 @@ bool ConstraintCore::advance_if_built(const Configuration* position, size_t size
                                       std::vector<Configuration>& out) {
   out.clear();
   const TokenTrie& trie = lexer_->trie();
-  if (!grammar_ || special_of_token_.count(token) || token >= trie.num_tokens() || !trie.in_trie(token)) return false;
+  if (!grammar_ || in_token_set(token) || token >= trie.num_tokens() || !trie.in_trie(token)) return false;
   std::unique_lock<std::mutex> compute(lexer_->compute_mutex(), std::try_to_lock);
   if (!compute.owns_lock()) return false;
   if (!advance_text<true>(position, size, token, out)) return false;

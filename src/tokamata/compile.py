@@ -20,17 +20,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Union
 
 from .automata import charset as cs
-from .automata import derivatives as d
 from .caches import clear_caches
 from .constraint import Constraint
 from .deadline import compile_deadline
-from .errors import InvalidArgument, InvalidSyntax, TokamataError
+from .errors import InvalidArgument, TokamataError
 from .grammar.characters import restrict_characters
-from .grammar.ir import Grammar, check_grammar, lexeme_grammar
+from .grammar.ir import Grammar, check_grammar
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.json import json_grammar, whitespace_bound
 from .syntax.regex import Chars, parse_regex
-from .syntax.regex_lower import lower
+from .syntax.regex_lower import regex_grammar
 
 #: the ``characters=`` argument: a named set, a one-character regex, or a collection of them
 Characters = Union[str, Iterable[str], None]
@@ -114,11 +113,8 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characte
     allowed = _characters(characters)
     with compile_deadline(limits):
         tree = parse_regex(_text(pattern, "pattern"), limits)
-        expr = lower(tree)
-        if expr is d.NOTHING:
-            raise InvalidSyntax("the regex matches no string (empty language)", text=pattern,
-                                span=(0, len(pattern)))
-        return _constraint(lexeme_grammar("REGEX", expr), vocab, limits, "regex", allowed, source=pattern)
+        grammar = regex_grammar(tree, pattern, vocab, limits)
+        return _constraint(grammar, vocab, limits, "regex", allowed, source=pattern)
 
 
 def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,

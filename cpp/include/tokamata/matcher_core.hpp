@@ -21,9 +21,15 @@
 //   lexeme boundary here leaves the parser accepting). Masks are computed once per
 //   configuration and per position and cached in the constraint (bounded, first in first
 //   out; a matcher holds the mask of its position, so eviction never invalidates it).
-// - consume accepts a token iff fill sets its bit: EOS ids (not spelled by a special
-//   terminal) iff the position accepts, a special token iff the parser takes one of its
-//   terminals at a boundary, a text token iff its bytes lead some configuration on. An EOS
+// - Token-set terminals (special tokens, and seed 000's token wildcards such as TEXT_TOKEN:
+//   any one text token) are spelled by token ids and consumed whole at a lexeme boundary.
+//   Each is a TokenRow built once per constraint; masks OR the rows of the terminals the
+//   parser allows with word operations (never a loop over ids). A token-set terminal's ids
+//   may be text tokens too: consume then follows both (the union of the text advance and
+//   of every token-set terminal the parser takes), so masks stay exact.
+// - consume accepts a token iff fill sets its bit: EOS ids (not spelled by a token-set
+//   terminal) iff the position accepts, a token of a token-set terminal iff the parser takes
+//   that terminal at a boundary, a text token iff its bytes lead some configuration on. An EOS
 //   id that a special terminal also spells (`start: "yes" <|eot_id|>` over Llama 3) is set
 //   iff either holds; consume gives it to the parser where the parser takes it, and else
 //   ends the output (the position accepts): the grammar's own use comes first, and a
@@ -76,7 +82,8 @@ class ConstraintCore {
   // accepts_empty: the empty output is a sentence too (the terminal itself is not nullable).
   // kEarley: `grammar` holds the lexer and the parser; the position starts at (0,
   // initial_lexer, fresh). special_offsets/special_tokens: per terminal (CSR), the token ids
-  // that spell it (empty for text terminals). max_configurations bounds a position's size.
+  // that spell it (empty for text terminals): the token-set terminals (turned into rows
+  // here, once). max_configurations bounds a position's size.
   ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<GrammarCore> grammar, int32_t initial_lexer,
                  bool accepts_empty, std::vector<int32_t> special_offsets, std::vector<int32_t> special_tokens,
                  int64_t max_configurations, size_t mask_cache_size);
@@ -86,8 +93,12 @@ class ConstraintCore {
   const RegexCore& lexer() const { return *lexer_; }
   int32_t vocab_size() const { return lexer_->trie().vocab_size(); }
   int32_t num_words() const { return lexer_->num_words(); }
-  // EOS ids that no special terminal spells: consumed as the end of the output.
-  bool ends_output(int32_t token) const { return lexer_->is_eos(token) && !special_of_token_.count(token); }
+  // EOS ids that no token-set terminal spells: consumed as the end of the output.
+  bool ends_output(int32_t token) const { return lexer_->is_eos(token) && !in_token_set(token); }
+  // Whether some token-set terminal is spelled by `token`.
+  bool in_token_set(int32_t token) const {
+    return !any_set_.empty() && ((any_set_[token >> 5] >> (token & 31)) & 1u);
+  }
   // Every EOS id, those a special terminal spells too (see consume).
   bool is_eos(int32_t token) const { return lexer_->is_eos(token); }
 
@@ -139,9 +150,11 @@ class ConstraintCore {
   Configuration initial_;
   bool accepts_empty_;
   MaskPtr initial_mask_;  // kRegular with accepts_empty: the initial state's row, accepting
-  std::vector<int32_t> special_offsets_, special_tokens_;  // per terminal
-  std::vector<uint8_t> special_terminal_;
-  std::unordered_map<int32_t, std::vector<int32_t>> special_of_token_;  // token -> its terminals
+  // per terminal: its index in token_sets_ (-1: a text terminal); per token-set terminal:
+  // its terminal and its ids as a row; any_set_: their union (empty when there are none)
+  std::vector<int32_t> set_of_terminal_;
+  std::vector<std::pair<int32_t, TokenRow>> token_sets_;
+  std::vector<uint32_t> any_set_;
   int64_t max_configurations_;
   size_t mask_cache_size_;
 

@@ -36,6 +36,13 @@ Extensions (not Lark syntax):
   :meth:`~tokamata.grammar.builder.GrammarBuilder.embed`. The braces are read as JSON
   (balanced, strings aware). An error of the schema keeps its class and its ``pointer`` into
   the schema, with the line, column and span of the ``%json`` in the grammar.
+- Seed 000's extensions (:mod:`tokamata.syntax.extensions`): the token wildcards
+  ``%text_token`` (any one text token), ``%paragraph_token`` (one without a line break) and
+  ``%image`` (the model's image tokens), usable in rules only; ``%quoted_text``,
+  ``%unquoted_text`` and ``%substring_of "text"``, usable wherever an item may stand; and
+  ``%delimited_list(item, delimiter)`` / ``(item, delimiter, min)`` / ``(item, delimiter,
+  min, max)`` and ``%delimited_subsequence_of([a, b, c], delimiter)`` over any items (in a
+  rule, items and delimiter may be rules; in a terminal, they must be text).
 - Counted repetition ``item{m}``, ``item{m,}``, ``item{m,n}`` (as ``item ~ m..n``).
 
 Invariants:
@@ -68,8 +75,9 @@ from ..grammar.builder import GrammarBuilder
 from ..grammar.ir import Grammar
 from ..limits import Limits
 from .lark_common import COMMON_TERMINALS, common_terminal
-from .lark_syntax import (UNBOUNDED, Alt, Definition, Ignore, Import, Json, Literal, Node, Range, Ref, Repeat,
-                          Seq, Source, Span, Special, TextUntil, parse_statements)
+from . import extensions as ext
+from .lark_syntax import (UNBOUNDED, Alt, Definition, Extension, Ignore, Import, Json, Literal, Node, Range, Ref,
+                          Repeat, Seq, Source, Span, Special, TextUntil, parse_statements)
 from .regex import parse_regex
 
 if TYPE_CHECKING:
@@ -252,7 +260,35 @@ class _Lowering:
             return [b.special_terminal(node.raw, self.special_ids(node), origin)]
         if isinstance(node, Json):
             return [_embed_json_schema(node.schema, b, node.span, self.registry)]
+        if isinstance(node, Extension) and node.name in ext.TOKEN_WILDCARDS:
+            return self.wildcard(node, origin)
+        if isinstance(node, Extension) and node.delimiter is not None:
+            delimiter = self.symbols(node.delimiter, hint)
+            items = [self.symbols(item, hint) for item in node.items]
+            if node.name == "DELIMITED_LIST":
+                high = d.UNBOUNDED if node.high == UNBOUNDED else node.high
+                return ext.delimited_list_symbols(b, items[0], delimiter, node.low, high, hint, origin)
+            return ext.delimited_subsequence_symbols(b, items, delimiter, hint, origin)
         return [b.terminal(self.name(node), self.expr(node), origin)]
+
+    def wildcard(self, node: Extension, origin: tuple[int, int]) -> list[int]:
+        """A token wildcard: token-set terminals over the vocabulary's ids."""
+        b, vocab = self.builder, self.vocab
+        raw = self.source.text[node.span[0]:node.span[1]]
+        if vocab is None:
+            raise self.source.error(f"{raw} needs a vocabulary", node.span)
+        if node.name == "TEXT_TOKEN":
+            return [b.special_terminal("TEXT_TOKEN", ext.text_token_ids(vocab), origin)]
+        if node.name == "PARAGRAPH_TOKEN":
+            return [b.special_terminal("PARAGRAPH_TOKEN", ext.paragraph_token_ids(vocab), origin)]
+        image = ext.image_token_ids(vocab)
+        if image is None:
+            raise self.source.unsupported("%image", "the vocabulary has no image tokens (special tokens named "
+                                          f"{', '.join(t[0] for t in ext.IMAGE_TOKEN_NAMES)} ...)", node.span)
+        start, soft, end = image
+        return [b.special_terminal("IMAGE_START", start, origin),
+                b.plus([b.special_terminal("IMAGE_TOKEN", soft, origin)], "image", origin),
+                b.special_terminal("IMAGE_END", end, origin)]
 
     def ignore(self, statement: Ignore) -> None:
         body = statement.body
@@ -354,10 +390,33 @@ class _Lowering:
             return self.regex_expr(f"[{node.low}-{node.high}]", node.span, None, 0)
         if isinstance(node, TextUntil):
             return d.text_until(self.encode(node.stop.value, node.stop.span))
+        if isinstance(node, Extension):
+            return self.extension_expr(node)
         if isinstance(node, Special):
             raise self.source.unsupported(f"special token {node.raw} inside a terminal or %ignore",
                                           "use it in a rule", node.span)
         raise self.source.unsupported("%json inside a terminal or %ignore", "use it in a rule", node.span)
+
+    def extension_expr(self, node: Extension) -> d.Expr:
+        """A text extension (or sugar) in terminal context."""
+        if node.name in ext.TOKEN_WILDCARDS:
+            raw = self.source.text[node.span[0]:node.span[1]]
+            raise self.source.unsupported(f"{raw} inside a terminal or %ignore", "it matches whole tokens: "
+                                          "use it in a rule", node.span)
+        if node.name == "QUOTED_TEXT":
+            return ext.quoted_text()
+        if node.name == "UNQUOTED_TEXT":
+            return ext.unquoted_text(self.limits)
+        if node.name == "SUBSTRING_OF":
+            assert node.argument is not None
+            return ext.substring_of(self.encode(node.argument.value, node.argument.span))
+        assert node.delimiter is not None
+        delimiter = self.expr(node.delimiter)
+        items = [self.expr(item) for item in node.items]
+        if node.name == "DELIMITED_LIST":
+            high = d.UNBOUNDED if node.high == UNBOUNDED else node.high
+            return ext.delimited_list(items[0], delimiter, node.low, high)
+        return ext.delimited_subsequence(items, delimiter)
 
     def literal_expr(self, literal: Literal) -> d.Expr:
         if not literal.is_regex:

@@ -31,7 +31,7 @@ from typing import NoReturn, Union
 from ..errors import InvalidSyntax, LimitExceeded, Unsupported
 from ..limits import Limits
 
-__all__ = ["Literal", "Range", "Ref", "Special", "TextUntil", "Json", "Seq", "Alt", "Repeat", "Node",
+__all__ = ["Literal", "Range", "Ref", "Special", "TextUntil", "Extension", "Json", "Seq", "Alt", "Repeat", "Node",
            "Definition", "Ignore", "Import", "Statement", "parse_statements", "Source"]
 
 Span = tuple[int, int]
@@ -116,6 +116,21 @@ class TextUntil:
 
 
 @dataclass(frozen=True)
+class Extension:
+    """A seed 000 extension (:mod:`.extensions`): ``%text_token``, ``%paragraph_token``,
+    ``%quoted_text``, ``%unquoted_text``, ``%image`` (no argument), ``%substring_of "text"``
+    (``argument``), ``%delimited_list(item, delimiter[, min[, max]])`` (``items`` holds the
+    item) and ``%delimited_subsequence_of([a, b, ...], delimiter)``."""
+    span: Span
+    name: str  # the extension's name in capitals (TEXT_TOKEN, ...)
+    argument: "Literal | None" = None
+    items: tuple["Node", ...] = ()
+    delimiter: "Node | None" = None
+    low: int = 1
+    high: int = -1
+
+
+@dataclass(frozen=True)
 class Json:
     """``%json {...}``: a JSON Schema (already ``json.loads``-ed)."""
     span: Span
@@ -143,7 +158,7 @@ class Repeat:
     high: int
 
 
-Node = Union[Literal, Range, Ref, Special, TextUntil, Json, Seq, Alt, Repeat]
+Node = Union[Literal, Range, Ref, Special, TextUntil, Extension, Json, Seq, Alt, Repeat]
 
 
 @dataclass(frozen=True)
@@ -188,7 +203,11 @@ class _Token:
 
 _PUNCT = {"(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", "{": "LBRACE", "}": "RBRACE",
           ":": "COLON", ",": "COMMA", "~": "TILDE", "+": "OP", "*": "OP"}
-_DIRECTIVES = frozenset({"%ignore", "%import", "%override", "%extend", "%declare", "%text_until", "%json"})
+#: directives that stand for an item (an atom of a rule or terminal)
+_ITEM_DIRECTIVES = frozenset({"%text_until", "%json", "%text_token", "%paragraph_token", "%quoted_text",
+                              "%unquoted_text", "%image", "%substring_of", "%delimited_list",
+                              "%delimited_subsequence_of"})
+_DIRECTIVES = frozenset({"%ignore", "%import", "%override", "%extend", "%declare"}) | _ITEM_DIRECTIVES
 _RULE = re.compile(r"(?:!|![?]|[?]!?)?(_?[a-z][_a-z0-9]*)")
 _TERMINAL = re.compile(r"_?[A-Z][_A-Z0-9]*")
 _NUMBER = re.compile(r"-?[0-9]+")
@@ -610,7 +629,7 @@ class _Parser:
         start = self.lexer.peek().start
         items: list[Node] = []
         while self.lexer.peek().kind in _ATOM_STARTS or (
-                self.lexer.peek().kind == "DIRECTIVE" and self.lexer.peek().value in ("%text_until", "%json")):
+                self.lexer.peek().kind == "DIRECTIVE" and self.lexer.peek().value in _ITEM_DIRECTIVES):
             items.append(self.expr())
         token = self.lexer.peek()
         if token.kind == "TO":
@@ -620,7 +639,7 @@ class _Parser:
             self.lexer.next()
             self.expect("RULE", "a rule name after '->'")
             token = self.lexer.peek()
-        if token.kind not in ("OR", "RPAR", "RSQB", "NL", "EOF"):
+        if token.kind not in ("OR", "RPAR", "RSQB", "NL", "EOF", "COMMA"):
             self.fail(token, "an item, '|' or the end of the line")
         seq_end = items[-1].span[1] if items else start
         return items[0] if len(items) == 1 else Seq((start, seq_end), tuple(items))
@@ -713,10 +732,56 @@ class _Parser:
                 raise self.source.error("%text_until takes a plain string (no flags)", stop.span)
             span = (token.start, stop.end)
             return TextUntil(span, self.source.text[span[0]:span[1]], literal)
+        if kind == "DIRECTIVE" and token.value in _ITEM_DIRECTIVES and token.value not in ("%json", "%text_until"):
+            return self.extension(token)
         if kind == "DIRECTIVE" and token.value == "%json":
             schema, (_, end) = self.lexer.raw_json(self.limits)
             return Json((token.start, end), schema)
         self.fail(token, "an item")
+
+    def extension(self, token: _Token) -> Node:
+        """The seed 000 extension after its directive ``token``."""
+        name = token.value[1:].upper()
+        if name in ("TEXT_TOKEN", "PARAGRAPH_TOKEN", "QUOTED_TEXT", "UNQUOTED_TEXT", "IMAGE"):
+            return Extension(token.span, name)
+        if name == "SUBSTRING_OF":
+            text = self.lexer.next()
+            if text.kind != "STRING":
+                self.fail(text, 'a string literal after %substring_of (%substring_of "text")')
+            literal = decode_literal(text.value, text.start, self.source)
+            if literal.flags:
+                raise self.source.error("%substring_of takes a plain string (no flags)", text.span)
+            if not literal.value:
+                raise self.source.error("empty %substring_of: it needs a non-empty text", (token.start, text.end))
+            return Extension((token.start, text.end), name, argument=literal)
+        call = token.value
+        self.expect("LPAR", f"'(' after {call}")
+        if name == "DELIMITED_SUBSEQUENCE_OF":
+            self.expect("LSQB", f"'[' and the items: {call}([a, b, c], delimiter)")
+            items = [self.expansions(top=False)]
+            while self.lexer.peek().kind == "COMMA":
+                self.lexer.next()
+                items.append(self.expansions(top=False))
+            self.expect("RSQB", "',' or ']' after an item")
+        else:
+            items = [self.expansions(top=False)]
+        self.expect("COMMA", f"',' and the delimiter: {call}(item, delimiter[, min[, max]])"
+                    if name == "DELIMITED_LIST" else f"',' and the delimiter: {call}([a, b, c], delimiter)")
+        delimiter = self.expansions(top=False)
+        low, high = 1, UNBOUNDED
+        if name == "DELIMITED_LIST" and self.lexer.peek().kind == "COMMA":
+            self.lexer.next()
+            low_token = self.expect("NUMBER", "the minimum count")
+            low = self.count(low_token)
+            if self.lexer.peek().kind == "COMMA":
+                self.lexer.next()
+                high_token = self.expect("NUMBER", "the maximum count")
+                high = self.count(high_token)
+                if high < low:
+                    raise self.source.error(f"bad counts of {call}: min {low} > max {high}",
+                                            (low_token.start, high_token.end))
+        close = self.expect("RPAR", f"')' closing {call}")
+        return Extension((token.start, close.end), name, items=tuple(items), delimiter=delimiter, low=low, high=high)
 
     def range(self, low: _Token) -> Range:
         self.lexer.next()  # ..

@@ -15,6 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 import warnings
@@ -26,8 +27,10 @@ from ..errors import InvalidSyntax, Unsupported
 from ..deadline import check_deadline
 from ..errors import LimitExceeded
 from ..limits import Limits
+from .extensions import NAMES, TOKEN_WILDCARDS
 
-__all__ = ["parse_regex", "Chars", "Concat", "Alternation", "Repeat", "Node", "UNBOUNDED", "MAX_COUNT"]
+__all__ = ["parse_regex", "Chars", "Concat", "Alternation", "Repeat", "Extension", "Node", "UNBOUNDED", "MAX_COUNT",
+           "has_token_wildcard"]
 
 UNBOUNDED = -1
 _MAXREPEAT = 4294967295  # re's MAXREPEAT: a bound this large means "no bound"
@@ -59,7 +62,28 @@ class Repeat:
     high: int
 
 
-Node = Union[Chars, Concat, Alternation, Repeat]
+@dataclass(frozen=True)
+class Extension:
+    """A seed 000 extension group ``(?P<NAME>...)`` (:mod:`.extensions`) at ``span``:
+    ``argument`` is the literal text of TEXT_UNTIL and SUBSTRING_OF; ``items``, ``delimiter``,
+    ``low`` and ``high`` describe DELIMITED_LIST (one item) and DELIMITED_SUBSEQUENCE_OF."""
+    name: str
+    span: tuple[int, int]
+    argument: str = ""
+    items: tuple["Node", ...] = ()
+    delimiter: "Node | None" = None
+    low: int = 1
+    high: int = UNBOUNDED
+
+
+@dataclass(frozen=True)
+class _Delimiter:
+    """``(?P<DELIMITER>...)`` while its DELIMITED_* group is being parsed."""
+    node: "Node"
+    span: tuple[int, int]
+
+
+Node = Union[Chars, Concat, Alternation, Repeat, Extension]
 EMPTY_STRING = Concat(())
 
 # plain ints: enum flag arithmetic is slow on the per-character path
@@ -84,7 +108,7 @@ def parse_regex(pattern: str, limits: Limits) -> Node:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled = re.compile(pattern)
+            compiled = re.compile(_unique_extension_names(pattern))
     except re.error as error:
         pos = error.pos if error.pos is not None else 0
         raise InvalidSyntax(f"invalid regex: {error.msg}", text=pattern,
@@ -97,6 +121,49 @@ def parse_regex(pattern: str, limits: Limits) -> Node:
     return _Parser(pattern, compiled.flags, limits).parse()
 
 
+#: group names that spell extensions, with DELIMITER (inside the DELIMITED_* groups)
+_EXTENSION_GROUP = re.compile(r"\(\?P<(" + "|".join(NAMES + ("DELIMITER",)) + r")>")
+_UPPER_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _unique_extension_names(pattern: str) -> str:
+    """``pattern`` with each extension group renamed to a unique name of the same length, so
+    that ``re`` (which refuses a group name used twice) validates the rest of the syntax and
+    its error positions stay those of the pattern."""
+    count = iter(range(1 << 30))
+
+    def rename(m: re.Match) -> str:
+        n = next(count)
+        letters = []
+        for _ in range(len(m.group(1)) - 1):
+            n, digit = divmod(n, 26)
+            letters.append(chr(65 + digit))
+        return "(?P<Z" + "".join(letters) + ">"
+
+    return _EXTENSION_GROUP.sub(rename, pattern)
+
+
+def has_token_wildcard(node: Node) -> bool:
+    """Whether ``node`` holds a wildcard that matches whole tokens (TEXT_TOKEN, ...): then the
+    pattern is no single byte language and lowers to a grammar."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Extension):
+            if item.name in TOKEN_WILDCARDS:
+                return True
+            stack.extend(item.items)
+            if item.delimiter is not None:
+                stack.append(item.delimiter)
+        elif isinstance(item, Concat):
+            stack.extend(item.items)
+        elif isinstance(item, Alternation):
+            stack.extend(item.options)
+        elif isinstance(item, Repeat):
+            stack.append(item.item)
+    return False
+
+
 class _Parser:
     def __init__(self, pattern: str, flags: int, limits: Limits):
         self.text = pattern
@@ -106,6 +173,7 @@ class _Parser:
         self.depth = 0
         # global flags are known from re.compile; inline scoped flags push/pop on this stack
         self.flags = int(flags) & (_ASCII | _IGNORECASE | _DOTALL | _VERBOSE | _MULTILINE)
+        self.delimiters: list[_Delimiter] | None = None  # inside a DELIMITED_* group: its DELIMITER
 
     # -- helpers -------------------------------------------------------------------------
     def error_unsupported(self, feature: str, start: int, end: int | None = None) -> Unsupported:
@@ -230,6 +298,11 @@ class _Parser:
                 self.pos += 1
                 raise self.error_unsupported("possessive quantifier", qstart)
             self.count_node()
+            if isinstance(atom, Extension) and atom.name == "DELIMITED_LIST" and atom.span[1] == qstart:
+                # the list's first quantifier counts its items
+                atom = Extension(atom.name, (atom.span[0], self.pos), items=atom.items, delimiter=atom.delimiter,
+                                 low=low, high=high)
+                continue
             atom = Repeat(atom, low, high)
 
     def braces(self) -> tuple[int, int] | None:
@@ -288,7 +361,11 @@ class _Parser:
             self.pos += 2
         elif self.startswith("?P<"):
             end = self.text.index(">", self.pos)
+            name = self.text[self.pos + 3:end]
             self.pos = end + 1
+            if name in NAMES or name == "DELIMITER":
+                return self.extension(name, start)
+            self.check_group_name(name, start)
         elif self.startswith("?P="):
             end = self.text.index(")", self.pos)
             raise self.error_unsupported("backreference", start, end + 1)
@@ -323,6 +400,74 @@ class _Parser:
         self.pos += 1  # ")"
         self.flags = saved_flags
         return node
+
+    # -- extensions (seed 000 Table 1) ------------------------------------------------------
+    def check_group_name(self, name: str, start: int) -> None:
+        """An upper-case group name that is empty or close to an extension's is a misspelled
+        extension (any other name is an ordinary group)."""
+        if not _UPPER_NAME.fullmatch(name):
+            return
+        close = difflib.get_close_matches(name, NAMES, n=1, cutoff=0.75)
+        if close or self.text.startswith(")", self.pos):
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise InvalidSyntax(f"unknown extension {name}{hint}; the extensions are {', '.join(NAMES)}",
+                                text=self.text, span=(start, start + 5 + len(name)))
+
+    def extension(self, name: str, start: int) -> Node:
+        """The extension group ``(?P<name>`` opened at ``start`` (the cursor after ``>``)."""
+        if name == "DELIMITER":
+            if self.delimiters is None:
+                raise InvalidSyntax("(?P<DELIMITER>...) belongs at the end of a DELIMITED_LIST or "
+                                    "DELIMITED_SUBSEQUENCE_OF group", text=self.text, span=(start, self.pos))
+            delimiters, self.delimiters = self.delimiters, None
+            node = self.alternation()
+            self.pos += 1  # ")"
+            self.delimiters = delimiters
+            found = _Delimiter(node, (start, self.pos))
+            delimiters.append(found)
+            return found  # type: ignore[return-value]
+        if name in ("DELIMITED_LIST", "DELIMITED_SUBSEQUENCE_OF"):
+            return self.delimited(name, start)
+        saved, self.delimiters = self.delimiters, None
+        body_start = self.pos
+        body = self.alternation()
+        self.pos += 1  # ")"
+        self.delimiters = saved
+        span = (start, self.pos)
+        if name in ("TEXT_UNTIL", "SUBSTRING_OF"):
+            text = _literal_text(body)
+            if text is None:
+                raise InvalidSyntax(f"{name} takes literal text (escape regex characters: \\. \\( ...)",
+                                    text=self.text, span=(body_start, self.pos - 1))
+            if not text:
+                raise InvalidSyntax(f"empty {name}: it needs a non-empty text", text=self.text, span=span)
+            return Extension(name, span, argument=text)
+        if body != EMPTY_STRING:
+            raise InvalidSyntax(f"{name} takes no argument: write (?P<{name}>)", text=self.text,
+                                span=(body_start, self.pos - 1))
+        return Extension(name, span)
+
+    def delimited(self, name: str, start: int) -> Node:
+        """``(?P<DELIMITED_LIST>ITEM(?P<DELIMITER>D))`` or ``(?P<DELIMITED_SUBSEQUENCE_OF>A|B|C
+        (?P<DELIMITER>D))``: the DELIMITER group ends the body; before it, the item (the
+        items: the alternatives)."""
+        saved, self.delimiters = self.delimiters, []
+        body = self.alternation()
+        self.pos += 1  # ")"
+        delimiters, self.delimiters = self.delimiters, saved
+        span = (start, self.pos)
+        options = list(body.options) if isinstance(body, Alternation) else [body]
+        last = options[-1]
+        parts = list(last.items) if isinstance(last, Concat) else [last]
+        if len(delimiters) != 1 or not parts or parts[-1] is not delimiters[0]:
+            raise InvalidSyntax(f"malformed {name}: its body is the item(s) followed by one (?P<DELIMITER>...) "
+                                f"group, as in (?P<{name}>a|b(?P<DELIMITER>, ))", text=self.text, span=span)
+        rest = parts[:-1]
+        options[-1] = rest[0] if len(rest) == 1 else Concat(tuple(rest))
+        if name == "DELIMITED_LIST":
+            item = options[0] if len(options) == 1 else Alternation(tuple(options))
+            return Extension(name, span, items=(item,), delimiter=delimiters[0].node)
+        return Extension(name, span, items=tuple(options), delimiter=delimiters[0].node)
 
     def _group_end(self, start: int) -> int:
         depth = 0
@@ -433,3 +578,14 @@ class _Parser:
             return self.escape_code(in_class=True)
         self.pos += 1
         return ord(c)
+
+
+def _literal_text(node: Node) -> str | None:
+    """The string ``node`` matches when it is a plain sequence of single characters."""
+    items = node.items if isinstance(node, Concat) else (node,)
+    out = []
+    for item in items:
+        if not isinstance(item, Chars) or len(item.charset) != 1 or item.charset[0][0] != item.charset[0][1]:
+            return None
+        out.append(chr(item.charset[0][0]))
+    return "".join(out)
