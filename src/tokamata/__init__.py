@@ -17,8 +17,8 @@ extendable to a full match.
 
 from .bitmask import allocate_bitmask
 from .caches import clear_caches
-from .compile import (compile_gbnf, compile_grammar, compile_grammar_ir, compile_json, compile_json_schema,
-                      compile_regex)
+from .compile import (compile_choice, compile_gbnf, compile_grammar, compile_grammar_ir, compile_json,
+                      compile_json_schema, compile_regex)
 from .constraint import Constraint
 from .integrations.apply import apply_bitmask
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
-    "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir",
+    "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir", "compile_choice",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
     "InvalidArgument",
 ]

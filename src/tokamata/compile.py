@@ -20,12 +20,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Union
 
 from .automata import charset as cs
+from .automata import derivatives as d
 from .caches import clear_caches
 from .constraint import Constraint
 from .deadline import compile_deadline
-from .errors import InvalidArgument, TokamataError
+from .errors import InvalidArgument, LimitExceeded, TokamataError
 from .grammar.characters import restrict_characters
-from .grammar.ir import Grammar, check_grammar
+from .grammar.ir import Grammar, check_grammar, lexeme_grammar
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.json import json_grammar, whitespace_bound
 from .syntax.regex import Chars, parse_regex
@@ -35,7 +36,7 @@ from .syntax.regex_lower import regex_grammar
 Characters = Union[str, Iterable[str], None]
 
 __all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
-           "compile_grammar_ir", "clear_caches"]
+           "compile_grammar_ir", "compile_choice", "clear_caches"]
 
 
 def _check_vocab(vocab) -> None:
@@ -115,6 +116,49 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characte
         tree = parse_regex(_text(pattern, "pattern"), limits)
         grammar = regex_grammar(tree, pattern, vocab, limits)
         return _constraint(grammar, vocab, limits, "regex", allowed, source=pattern)
+
+
+def compile_choice(choices, vocab, *, limits: Limits | None = None, characters=None) -> Constraint:
+    """Exactly one of ``choices`` (a list of distinct strs): the alternation of their literal
+    UTF-8 spellings, with exact masks. An empty list, a duplicate or a non-str item is an
+    :class:`InvalidArgument` naming it; their total length counts against
+    ``Limits.max_pattern_length``.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"Red", b"Re", b"d", b"Green", None], eos_token_ids=[4])
+    >>> m = tokamata.compile_choice(["Red", "Green"], vocab).matcher()
+    >>> m.allowed_tokens().tolist()
+    [0, 1, 3]
+    """
+    limits = _limits(limits)
+    _check_vocab(vocab)
+    allowed = _characters(characters)
+    if isinstance(choices, (str, bytes)) or not isinstance(choices, Iterable):
+        raise InvalidArgument(f"choices must be a list of str, got {type(choices).__name__}")
+    items = list(choices)
+    if not items:
+        raise InvalidArgument("choices must hold at least one string (got an empty list)")
+    seen: dict[str, int] = {}
+    total = 0
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise InvalidArgument(f"choices[{index}] must be a str, got {type(item).__name__} {item!r:.40}")
+        if item in seen:
+            raise InvalidArgument(f"choices[{index}] {item!r:.40} repeats choices[{seen[item]}]")
+        seen[item] = index
+        total += len(item)
+        if total > limits.max_pattern_length:
+            raise LimitExceeded("max_pattern_length", total, limits.max_pattern_length)
+    with compile_deadline(limits):
+        options = []
+        for index, item in enumerate(items):
+            try:
+                data = item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidArgument(f"choices[{index}] has a lone surrogate (no UTF-8 spelling)") from None
+            options.append(d.concat_all(d.byte_set(1 << b) for b in data))
+        return _constraint(lexeme_grammar("CHOICE", d.alternation(*options)), vocab, limits, "choice", allowed,
+                           source=None)
 
 
 def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,

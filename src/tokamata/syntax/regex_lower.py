@@ -56,7 +56,9 @@ def _extension(node: ast.Extension) -> d.Expr:
             text = node.argument.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidSyntax(f"{name} text with a lone surrogate has no UTF-8 spelling", span=node.span) from None
-        return d.text_until(text) if name == "TEXT_UNTIL" else ext.substring_of(text)
+        if name == "TEXT_UNTIL":
+            return d.text_until(text)
+        return d.alternation(ext.substring_of(text), d.EPSILON)  # the empty substring too: `s in text`
     assert node.delimiter is not None
     delimiter = lower(node.delimiter)
     if name == "DELIMITED_LIST":
