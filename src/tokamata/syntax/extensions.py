@@ -29,6 +29,21 @@ subsequence of the items, joined by the delimiter), over expressions here and ov
 symbols (:func:`delimited_list_symbols`, :func:`delimited_subsequence_symbols`), both linear
 in the number of items.
 
+Example (a vocabulary of four text tokens and EOS):
+
+>>> import tokamata
+>>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", b"\\n", None], eos_token_ids=[4])
+>>> m = tokamata.compile_regex(r"(?P<TEXT_TOKEN>)b|ab", vocab).matcher()
+>>> m.consume(0)  # "a": read as the wildcard and as the literal's first byte
+True
+>>> m.allowed_tokens().tolist()  # "b" ends either reading
+[1]
+>>> tokamata.compile_regex(r"(?P<PARAGRAPH_TOKEN>)+", vocab).matcher().allowed_tokens().tolist()
+[0, 1, 2]
+>>> g = tokamata.compile_grammar('start: %delimited_list("a", "b", 2, 3)', vocab)
+>>> g.matcher().consume_many([2, 0])  # "ab" "a": two items
+2
+
 Invariants: the id sets are sorted tuples computed once per vocabulary (cached on it);
 nothing here loops over user input without a bound the caller checked (item counts are
 bounded by the pattern or grammar length, counts by the grammar budget).
