@@ -54,18 +54,16 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Sequence
 
-from ..automata import boolean
 from ..automata import derivatives as d
 from ..caches import register_vocabulary_cache
 from ..deadline import check_deadline
-from ..limits import Limits
 
 if TYPE_CHECKING:
     from ..grammar.builder import GrammarBuilder, Origin
 
 __all__ = ["TOKEN_WILDCARDS", "TEXT_WILDCARDS", "SUGAR", "NAMES", "IMAGE_TOKEN_NAMES", "QUOTED_TEXT_PATTERN",
-           "UNQUOTED_TEXT_PATTERN", "text_token_ids", "paragraph_token_ids", "image_token_ids", "quoted_text",
-           "unquoted_text", "delimited_list", "delimited_subsequence", "delimited_list_symbols",
+           "UNQUOTED_TEXT_PATTERN", "UNQUOTED_TEXT_FORBIDDEN", "text_token_ids", "paragraph_token_ids",
+           "image_token_ids", "delimited_list", "delimited_subsequence", "delimited_list_symbols",
            "delimited_subsequence_symbols", "matches", "substring_of"]
 
 #: wildcards that match whole tokens (token-set terminals)
@@ -86,9 +84,9 @@ IMAGE_TOKEN_NAMES = (
 
 QUOTED_TEXT_PATTERN = r'"(?:[^"\\]|\\[\s\S])*"'
 #: one line, a safe first character (or -?: before a non-space), then anything on the line;
-#: minus the :data:`_UNQUOTED_FORBIDDEN` shapes (see the module docstring)
+#: minus the :data:`UNQUOTED_TEXT_FORBIDDEN` shapes (see the module docstring)
 UNQUOTED_TEXT_PATTERN = r"""(?:[^\s\-?:,\[\]{}#&*!|>'"%@`]|[-?:][^\s])[^\n\r]*"""
-_UNQUOTED_FORBIDDEN = (r"[^\n\r]*(?::[ \t]|[ \t]#)[^\n\r]*", r"[^\n\r]*[\s:]")
+UNQUOTED_TEXT_FORBIDDEN = (r"[^\n\r]*(?::[ \t]|[ \t]#)[^\n\r]*", r"[^\n\r]*[\s:]")
 
 _lock = threading.Lock()
 _ATTRIBUTE = "_tokamata_wildcard_ids"
@@ -143,35 +141,6 @@ def image_token_ids(vocab) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int,
             start, soft, end = (tuple(names[name]) for name in triple)
             return start, soft, end
     return None
-
-
-def _pattern(pattern: str) -> d.Expr:
-    from .regex import parse_regex
-    from .regex_lower import lower
-
-    return lower(parse_regex(pattern, Limits()))
-
-
-def quoted_text() -> d.Expr:
-    """QUOTED_TEXT as a byte expression.
-
-    >>> [matches(quoted_text(), s) for s in (b'"a\\\\"b"', b'"a"b"', b'""')]
-    [True, False, True]
-    """
-    return _pattern(QUOTED_TEXT_PATTERN)
-
-
-def unquoted_text(limits: Limits | None = None) -> d.Expr:
-    """UNQUOTED_TEXT as a byte expression.
-
-    >>> e = unquoted_text()
-    >>> [matches(e, s) for s in (b"hello world", b"a: b", b"-x", b"- x", b"x #c", b"x#c", b"x ")]
-    [True, False, True, False, False, True, False]
-    """
-    found = _pattern(UNQUOTED_TEXT_PATTERN)
-    for forbidden in _UNQUOTED_FORBIDDEN:
-        found = boolean.difference(found, _pattern(forbidden), limits)
-    return found
 
 
 def delimited_list(item: d.Expr, delimiter: d.Expr, low: int, high: int) -> d.Expr:

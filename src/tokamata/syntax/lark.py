@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING
 
 from ..automata import derivatives as d
 from ..deadline import check_deadline, compile_deadline
-from .regex_lower import lower
+from .regex_lower import lower, text_wildcard
 from ..errors import SchemaError, InvalidArgument, InvalidSyntax, LimitExceeded, Unsupported
 from ..grammar.builder import GrammarBuilder
 from ..grammar.ir import Grammar
@@ -403,10 +403,8 @@ class _Lowering:
             raw = self.source.text[node.span[0]:node.span[1]]
             raise self.source.unsupported(f"{raw} inside a terminal or %ignore", "it matches whole tokens: "
                                           "use it in a rule", node.span)
-        if node.name == "QUOTED_TEXT":
-            return ext.quoted_text()
-        if node.name == "UNQUOTED_TEXT":
-            return ext.unquoted_text(self.limits)
+        if node.name in ("QUOTED_TEXT", "UNQUOTED_TEXT"):
+            return text_wildcard(node.name, self.limits)
         if node.name == "SUBSTRING_OF":
             assert node.argument is not None
             return ext.substring_of(self.encode(node.argument.value, node.argument.span))

@@ -23,7 +23,26 @@ from ..limits import Limits
 from . import extensions as ext
 from . import regex as ast
 
-__all__ = ["lower", "regex_grammar"]
+__all__ = ["lower", "regex_grammar", "text_wildcard"]
+
+
+def text_wildcard(name: str, limits: Limits | None = None) -> d.Expr:
+    """QUOTED_TEXT or UNQUOTED_TEXT (:mod:`.extensions`) as a byte expression.
+
+    >>> from tokamata.syntax.extensions import matches
+    >>> [matches(text_wildcard("QUOTED_TEXT"), s) for s in (b'"a\\\\"b"', b'"a"b"', b'""')]
+    [True, False, True]
+    >>> e = text_wildcard("UNQUOTED_TEXT")
+    >>> [matches(e, s) for s in (b"hello world", b"a: b", b"-x", b"- x", b"x #c", b"x#c", b"x ")]
+    [True, False, True, False, False, True, False]
+    """
+    limits = limits or Limits()
+    if name == "QUOTED_TEXT":
+        return lower(ast.parse_regex(ext.QUOTED_TEXT_PATTERN, limits))
+    found = lower(ast.parse_regex(ext.UNQUOTED_TEXT_PATTERN, limits))
+    for forbidden in ext.UNQUOTED_TEXT_FORBIDDEN:
+        found = boolean.difference(found, lower(ast.parse_regex(forbidden, limits)), limits)
+    return found
 
 
 def lower(node: ast.Node) -> d.Expr:
@@ -47,10 +66,8 @@ def _extension(node: ast.Extension) -> d.Expr:
     if name in ext.TOKEN_WILDCARDS:
         raise Unsupported(f"{name} where a byte language is needed", "a token wildcard matches whole tokens: "
                           "use it in a regex compiled alone or in a grammar rule", span=node.span)
-    if name == "QUOTED_TEXT":
-        return ext.quoted_text()
-    if name == "UNQUOTED_TEXT":
-        return ext.unquoted_text()
+    if name in ("QUOTED_TEXT", "UNQUOTED_TEXT"):
+        return text_wildcard(name)
     if name in ("TEXT_UNTIL", "SUBSTRING_OF"):
         try:
             text = node.argument.encode("utf-8")
