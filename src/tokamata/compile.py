@@ -51,7 +51,7 @@ def _constraint(grammar: Grammar, vocab, limits: Limits, description: str,
     filters: tuple[str, ...] = ()
     if characters is not None:
         allowed, spelled = characters
-        grammar = restrict_characters(grammar, allowed, limits, spelled)
+        grammar = restrict_characters(grammar, allowed, limits, spelled, vocab.token_bytes)
         filters = (f"characters={spelled}",)
     return Constraint(check_grammar(grammar, limits), vocab, limits, description, filters=filters, **details)
 

@@ -248,3 +248,13 @@ def _complete_utf8(data: bytes) -> bool:
         return True
     except UnicodeDecodeError:
         return False
+
+
+def test_token_wildcards_keep_only_tokens_within_the_set():
+    vocab = llama3().vocab
+    constraint = tokamata.compile_regex(r"(?P<TEXT_TOKEN>){2}", vocab, characters="[a-z]")
+    allowed = constraint.matcher().allowed_tokens().tolist()
+    expected = [i for i, b in enumerate(vocab.token_bytes) if b and b.isascii() and b.isalpha() and b.islower()]
+    assert allowed == expected
+    with pytest.raises(tokamata.InvalidArgument, match="no output"):
+        tokamata.compile_regex(r"(?P<PARAGRAPH_TOKEN>)", vocab, characters="[\u0378]")

@@ -269,3 +269,21 @@ def test_compile_choice_refuses_bad_lists():
     for bad in ([], ["a", "a"], ["a", 1], "ab", None):
         with pytest.raises(tokamata.InvalidArgument):
             tokamata.compile_choice(bad, vocab)
+
+
+@pytest.mark.parametrize("tokenizer", [llama3, gemma3], ids=["llama3", "gemma3"])
+def test_text_token_sets_are_whole_utf8_tokens(tokenizer):
+    """TEXT_TOKEN: every token with bytes that decode as UTF-8 on their own (so wildcards in a
+    row never write invalid UTF-8); PARAGRAPH_TOKEN: those without a line break."""
+    vocab = tokenizer().vocab
+
+    def whole(b):
+        try:
+            b.decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            return False
+
+    text = [i for i, b in enumerate(vocab.token_bytes) if b and whole(b)]
+    assert list(ext.text_token_ids(vocab)) == text
+    assert list(ext.paragraph_token_ids(vocab)) == [i for i in text if not set(vocab.token_bytes[i]) & {10, 13}]

@@ -4,9 +4,11 @@ the filter lives in the automata, never patched into masks.
 
 Invariants:
 - Each text terminal ``T`` (ignored ones too) becomes ``T & C*``, ``C`` one UTF-8 character of
-  the set; special-token terminals are not text and stay. The output is the concatenation of
-  lexemes, so the filtered grammar's language is exactly the original's restricted to
-  ``C*``: sound and complete by construction.
+  the set; a token-set terminal (a wildcard such as TEXT_TOKEN) keeps the ids of tokens whose
+  bytes spell characters of the set, and the ids of tokens without bytes (special tokens,
+  which are not text). The output is the concatenation of lexemes and token-set tokens, so
+  the filtered grammar's language is exactly the original's restricted to ``C*``: sound and
+  complete by construction.
 - The constraint's own literals must survive: a text terminal that is one fixed string, or a
   fixed string of two characters or more among the options of an alternation inside a
   terminal (outside any repetition: a Lark literal, a regex ``yes|no``, a JSON Schema
@@ -21,6 +23,8 @@ Invariants:
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ..automata import boolean
 from ..automata import charset as cs
@@ -64,9 +68,11 @@ def single_string(node: d.Expr) -> bytes | None:
     return bytes(out)
 
 
-def restrict_characters(grammar: Grammar, allowed: cs.CharSet, limits: Limits, spelled: str) -> Grammar:
+def restrict_characters(grammar: Grammar, allowed: cs.CharSet, limits: Limits, spelled: str,
+                        token_bytes: Sequence[bytes | None] = ()) -> Grammar:
     """``grammar`` with every text terminal restricted to characters of ``allowed``
-    (``spelled`` is how the caller wrote the set, for messages).
+    (``spelled`` is how the caller wrote the set, for messages); ``token_bytes`` (the
+    vocabulary's) filters the ids of token-set terminals.
 
     >>> from tokamata.grammar.ir import lexeme_grammar
     >>> g = lexeme_grammar("WORD", d.repeat(d.byte_set(d.byte_mask("abc")), 1, d.UNBOUNDED))
@@ -81,7 +87,12 @@ def restrict_characters(grammar: Grammar, allowed: cs.CharSet, limits: Limits, s
     vanished: set[int] = set()
     for index, terminal in enumerate(grammar.terminals):
         if terminal.expr is None:
-            terminals.append(terminal)
+            ids = tuple(i for i in terminal.token_ids if i >= len(token_bytes) or token_bytes[i] is None
+                        or _within(token_bytes[i], allowed))
+            if not ids:
+                vanished.add(index)
+            terminals.append(terminal if len(ids) == len(terminal.token_ids) else
+                             Terminal(terminal.name, None, ids, terminal.origin))
             continue
         for literal in _literals(terminal.expr):
             if not _within(literal, allowed):
@@ -134,7 +145,11 @@ def _literals(expr: d.Expr) -> list[bytes]:
 
 
 def _within(literal: bytes, allowed: cs.CharSet) -> bool:
-    return all(cs.contains(allowed, ord(c)) for c in literal.decode("utf-8", "surrogatepass"))
+    try:
+        text = literal.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:  # (a token that splits a character: not within any set of characters)
+        return False
+    return all(cs.contains(allowed, ord(c)) for c in text)
 
 
 def _literal_error(grammar: Grammar, terminal: Terminal, literal: bytes, allowed: cs.CharSet,

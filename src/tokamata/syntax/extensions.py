@@ -4,9 +4,11 @@ Lark front ends lower them.
 Wildcards that count **tokens** (token-set terminals of the grammar IR: spelled by token
 ids, consumed whole at a lexeme boundary, exactly like special tokens):
 
-- ``TEXT_TOKEN``: any one text token (a token with bytes: not special, not padding),
-  whatever its bytes (so it may end inside a UTF-8 character).
-- ``PARAGRAPH_TOKEN``: any one text token whose bytes hold no line break (``\\n`` or ``\\r``).
+- ``TEXT_TOKEN``: any one text token (a token with bytes: not special, not padding) whose
+  bytes are whole UTF-8 characters. Tokens that end or start inside a character (byte-level
+  pieces, byte-fallback ``<0xNN>``) are left out: two wildcards in a row could otherwise
+  write invalid UTF-8, and every tokamata constraint keeps its output valid UTF-8.
+- ``PARAGRAPH_TOKEN``: any such token whose bytes hold no line break (``\\n`` or ``\\r``).
 - ``IMAGE``: the model's image start token, one or more image tokens, its image end token,
   all special tokens of the vocabulary found by name (:data:`IMAGE_TOKEN_NAMES`); a
   vocabulary without them is :class:`~tokamata.errors.Unsupported`.
@@ -119,8 +121,16 @@ def text_token_ids(vocab) -> tuple[int, ...]:
     cache = _ids(vocab)
     found = cache.get("TEXT_TOKEN")
     if found is None:
-        found = cache["TEXT_TOKEN"] = tuple(i for i, b in enumerate(vocab.token_bytes) if b)
+        found = cache["TEXT_TOKEN"] = tuple(i for i, b in enumerate(vocab.token_bytes) if b and _whole_utf8(b))
     return found
+
+
+def _whole_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def paragraph_token_ids(vocab) -> tuple[int, ...]:
@@ -129,7 +139,7 @@ def paragraph_token_ids(vocab) -> tuple[int, ...]:
     found = cache.get("PARAGRAPH_TOKEN")
     if found is None:
         found = cache["PARAGRAPH_TOKEN"] = tuple(
-            i for i, b in enumerate(vocab.token_bytes) if b and b"\n" not in b and b"\r" not in b)
+            i for i in text_token_ids(vocab) if b"\n" not in vocab.token_bytes[i] and b"\r" not in vocab.token_bytes[i])
     return found
 
 
