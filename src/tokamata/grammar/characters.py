@@ -87,8 +87,7 @@ def restrict_characters(grammar: Grammar, allowed: cs.CharSet, limits: Limits, s
     vanished: set[int] = set()
     for index, terminal in enumerate(grammar.terminals):
         if terminal.expr is None:
-            ids = tuple(i for i in terminal.token_ids if i >= len(token_bytes) or token_bytes[i] is None
-                        or _within(token_bytes[i], allowed))
+            ids = tuple(i for i in terminal.token_ids if _token_within(token_bytes, i, allowed))
             if not ids:
                 vanished.add(index)
             terminals.append(terminal if len(ids) == len(terminal.token_ids) else
@@ -142,6 +141,13 @@ def _literals(expr: d.Expr) -> list[bytes]:
                 elif len(literal.decode("utf-8", "surrogatepass")) >= 2:
                     found.append(literal)
     return found
+
+
+def _token_within(token_bytes: Sequence[bytes | None], token: int, allowed: cs.CharSet) -> bool:
+    """Token ``token`` spells only characters of ``allowed`` (a token without bytes: special,
+    not text, always kept)."""
+    data = token_bytes[token] if token < len(token_bytes) else None
+    return data is None or _within(data, allowed)
 
 
 def _within(literal: bytes, allowed: cs.CharSet) -> bool:

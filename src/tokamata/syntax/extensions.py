@@ -203,7 +203,8 @@ def delimited_subsequence_symbols(b: "GrammarBuilder", items: Sequence[list[int]
 def _suffix_automaton(data: bytes) -> tuple[list[int], list[dict[int, int]], list[int]]:
     """(length, transitions, an end position) per state of the suffix automaton of ``data``
     (the standard online construction: at most 2n states and 3n transitions)."""
-    length, link, trans, end = [0], [-1], [{}], [-1]
+    trans: list[dict[int, int]] = [{}]
+    length, link, end = [0], [-1], [-1]
     last = 0
     for i, c in enumerate(data):
         cur = len(length)

@@ -456,7 +456,7 @@ class _Parser:
         self.pos += 1  # ")"
         delimiters, self.delimiters = self.delimiters, saved
         span = (start, self.pos)
-        options = list(body.options) if isinstance(body, Alternation) else [body]
+        options: list[Node] = list(body.options) if isinstance(body, Alternation) else [body]
         last = options[-1]
         parts = list(last.items) if isinstance(last, Concat) else [last]
         if len(delimiters) != 1 or not parts or parts[-1] is not delimiters[0]:

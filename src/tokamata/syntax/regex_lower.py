@@ -137,9 +137,9 @@ class _Lowering:
         if isinstance(node, ast.Alternation):
             return [b.group([self.symbols(option) for option in node.options], "regex", None)]
         if isinstance(node, ast.Repeat):
-            item = self.symbols(node.item)
+            repeated = self.symbols(node.item)
             high = d.UNBOUNDED if node.high == ast.UNBOUNDED else node.high
-            return b.repeat(item, node.low, high, "regex", None)
+            return b.repeat(repeated, node.low, high, "regex", None)
         assert isinstance(node, ast.Extension)
         if node.name in ext.TOKEN_WILDCARDS:
             return self.wildcard(node)
