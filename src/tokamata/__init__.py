@@ -20,6 +20,7 @@ from .caches import clear_caches
 from .compile import (compile_choice, compile_gbnf, compile_grammar, compile_grammar_ir, compile_json,
                       compile_json_schema, compile_regex)
 from .constraint import Constraint
+from .constraint_cache import ConstraintCache
 from .integrations.apply import apply_bitmask
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
                      Unsupported, VocabularyError)
@@ -30,7 +31,7 @@ from .vocab import Vocabulary
 __version__ = "0.1.0"
 
 __all__ = [
-    "Constraint", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
+    "Constraint", "ConstraintCache", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
     "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir", "compile_choice",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
     "InvalidArgument",

@@ -12,17 +12,23 @@ Invariants:
   ``approximate`` (a collection of str, not a lone str).
 - Each compile runs under one deadline (:mod:`.deadline`, ``Limits.max_compile_seconds``)
   from the call on: front end, grammar passes, and the lexer's states, then and later.
+- Each front door records how it was called as the constraint's
+  :class:`~tokamata.constraint.Recipe` (kind, spec, options, canonical and hashable), and
+  :func:`build` runs the front door a recipe names: unpickling a constraint and
+  :class:`tokamata.ConstraintCache` compile through it, so both give what the call gave.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
-from typing import Any, Union
+from typing import Any, Hashable, Union
 
 from .automata import charset as cs
 from .automata import derivatives as d
 from .caches import clear_caches
-from .constraint import Constraint
+from .constraint import Constraint, Recipe, register_builder
 from .deadline import compile_deadline
 from .errors import InvalidArgument, LimitExceeded, TokamataError
 from .grammar.characters import restrict_characters
@@ -36,7 +42,7 @@ from .syntax.regex_lower import regex_grammar
 Characters = Union[str, Iterable[str], None]
 
 __all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
-           "compile_grammar_ir", "compile_choice", "clear_caches"]
+           "compile_grammar_ir", "compile_choice", "clear_caches", "recipe", "build"]
 
 
 def _check_vocab(vocab) -> None:
@@ -46,7 +52,7 @@ def _check_vocab(vocab) -> None:
 
 def _constraint(grammar: Grammar, vocab, limits: Limits, description: str,
                 characters: tuple[cs.CharSet, str] | None = None,
-                **details) -> Constraint:
+                **details: Any) -> Constraint:
     _check_vocab(vocab)
     filters: tuple[str, ...] = ()
     if characters is not None:
@@ -115,10 +121,11 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characte
     with compile_deadline(limits):
         tree = parse_regex(_text(pattern, "pattern"), limits)
         grammar = regex_grammar(tree, pattern, vocab, limits)
-        return _constraint(grammar, vocab, limits, "regex", allowed, source=pattern)
+        return _constraint(grammar, vocab, limits, "regex", allowed, source=pattern,
+                           recipe=_recipe("regex", pattern, limits=limits, characters=characters))
 
 
-def compile_choice(choices, vocab, *, limits: Limits | None = None, characters=None) -> Constraint:
+def compile_choice(choices, vocab, *, limits: Limits | None = None, characters: Characters = None) -> Constraint:
     """Exactly one of ``choices`` (a list of distinct strs): the alternation of their literal
     UTF-8 spellings, with exact masks. An empty list, a duplicate or a non-str item is an
     :class:`InvalidArgument` naming it; their total length counts against
@@ -158,7 +165,7 @@ def compile_choice(choices, vocab, *, limits: Limits | None = None, characters=N
                 raise InvalidArgument(f"choices[{index}] has a lone surrogate (no UTF-8 spelling)") from None
             options.append(d.concat_all(d.byte_set(1 << b) for b in data))
         return _constraint(lexeme_grammar("CHOICE", d.alternation(*options)), vocab, limits, "choice", allowed,
-                           source=None)
+                           source=None, recipe=_recipe("choice", items, limits=limits, characters=characters))
 
 
 def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,
@@ -226,7 +233,9 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     allowed = _characters(characters)
     with compile_deadline(limits):
         grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
-        return _constraint(grammar, vocab, limits, "lark grammar", allowed, source=text)
+        return _constraint(grammar, vocab, limits, "lark grammar", allowed, source=text,
+                           recipe=_recipe("grammar", text, start=start, limits=limits, registry=registry,
+                                          characters=characters))
 
 
 def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None,
@@ -238,7 +247,8 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
     allowed = _characters(characters)
     with compile_deadline(limits):
         grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
-        return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, source=text)
+        return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, source=text,
+                           recipe=_recipe("gbnf", text, start=start, limits=limits, characters=characters))
 
 
 def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None, characters: Characters = None) -> Constraint:
@@ -256,7 +266,8 @@ def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None, c
     bound = whitespace_bound(whitespace)
     allowed = _characters(characters)
     with compile_deadline(limits):
-        return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}", allowed)
+        return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}", allowed,
+                           recipe=_recipe("json", None, whitespace=whitespace, limits=limits, characters=characters))
 
 
 def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: bool = False,
@@ -295,4 +306,102 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
             schema, limits, whitespace=whitespace, strict=strict, approximate=_approximate(approximate),
             ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
             max_whitespace=max_whitespace, registry=_registry(registry))
-        return _constraint(grammar, vocab, limits, "JSON Schema", allowed, approximations=tuple(report))
+        recipe = _recipe("json_schema", schema, whitespace=whitespace, strict=strict, approximate=approximate,
+                         ignore_unknown_formats=ignore_unknown_formats, property_order=property_order,
+                         indent=indent, max_whitespace=max_whitespace, limits=limits, registry=registry,
+                         characters=characters)
+        return _constraint(grammar, vocab, limits, "JSON Schema", allowed, approximations=tuple(report),
+                           recipe=recipe)
+
+
+# ------------------------------------------------------------------ recipes
+
+_KINDS = ("regex", "grammar", "gbnf", "json", "json_schema", "choice")
+
+
+@dataclass(frozen=True)
+class JsonText:
+    """A mapping in a recipe (a schema, a registry): its JSON text, keys in their order."""
+
+    text: str
+
+
+def _hashable(value: Any) -> Hashable:
+    """An option or spec value in the recipe's canonical form: mappings (schemas, registries)
+    as JSON text with their key order, sets as sorted tuples, other collections as tuples;
+    ``TypeError``/``ValueError`` when it has none (then the constraint gets no recipe)."""
+    if value is None or isinstance(value, (str, bytes, bool, int, float, Limits)):
+        return value
+    if isinstance(value, Mapping):
+        return JsonText(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(value))
+    if isinstance(value, Iterable):
+        return tuple(_hashable(item) for item in value)
+    raise TypeError(f"no canonical form for {type(value).__name__}")
+
+
+def _recipe(kind: str, spec: Any, **options: Any) -> Recipe | None:
+    try:
+        return Recipe(kind, _hashable(spec), tuple((name, _hashable(value)) for name, value in options.items()))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def recipe(kind: str, spec: Any = None, **options: Any) -> Recipe:
+    """The recipe of ``kind`` (``"regex"``, ``"grammar"``, ``"gbnf"``, ``"json"``,
+    ``"json_schema"``, ``"choice"``) with this spec and these options, as the front door of that kind records
+    it when called with them (options left out take the front door's defaults). Raises
+    :class:`InvalidArgument` for an unknown kind or option, or a spec with no canonical form.
+
+    >>> import tokamata
+    >>> from tokamata.compile import recipe
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1])
+    >>> recipe("regex", "a+") == tokamata.compile_regex("a+", vocab).recipe
+    True
+    """
+    import inspect
+
+    if kind not in _KINDS:
+        raise InvalidArgument(f"kind must be one of {', '.join(_KINDS)}, got {kind!r}")
+    door = _DOORS[kind]
+    parameters = [p for p in inspect.signature(door).parameters.values() if p.name != "vocab"]
+    names = [p.name for p in parameters]
+    if kind != "json":
+        names = names[1:]  # (the spec)
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise InvalidArgument(f"unknown option(s) for {kind}: {', '.join(unknown)} (known: {', '.join(names)})")
+    values = {p.name: p.default for p in parameters if p.name in names}
+    values.update(options)
+    if "limits" in values:
+        values["limits"] = _limits(values["limits"])
+    made = _recipe(kind, spec, **values)
+    if made is None:
+        raise InvalidArgument(f"the {kind} spec or an option has no canonical form (not JSON-serializable)")
+    return made
+
+
+def _plain(value: Hashable) -> Any:
+    """The argument a canonical recipe value stands for."""
+    if isinstance(value, JsonText):
+        return json.loads(value.text)
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def build(made: Recipe, vocab) -> Constraint:
+    """Run the front door ``made`` names over ``vocab`` (what unpickling a constraint does)."""
+    if not isinstance(made, Recipe) or made.kind not in _KINDS:
+        raise InvalidArgument(f"not a recipe of a front door: {made!r:.80}")
+    options = {name: _plain(value) for name, value in made.options}
+    if made.kind == "json":
+        return compile_json(vocab, **options)
+    return _DOORS[made.kind](_plain(made.spec), vocab, **options)
+
+
+
+_DOORS = {"regex": compile_regex, "grammar": compile_grammar, "gbnf": compile_gbnf, "json": compile_json,
+          "json_schema": compile_json_schema, "choice": compile_choice}
+register_builder(build)

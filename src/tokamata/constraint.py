@@ -15,13 +15,22 @@ Invariants:
 - Every error about the constraint's text is raised by the front end before a Constraint
   exists; errors that depend on how far decoding goes (lazy states or parser sets crossing a
   limit) come from the matcher call that reaches them, as :class:`LimitExceeded`.
+- A constraint made by a front door carries its :class:`Recipe` (kind, spec, options: what
+  the front door was called with, in a canonical hashable form). Pickling sends the recipe
+  and the vocabulary only, never caches or native state; unpickling re-runs the front door
+  (registered by :mod:`tokamata.compile` through :func:`register_builder`), and returns the
+  constraint already alive in this process for the same recipe and vocabulary when there is
+  one. A constraint without a recipe (from grammar IR) does not pickle
+  (:class:`InvalidArgument`). ``copy.copy`` and ``copy.deepcopy`` return the constraint
+  itself (it is immutable).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 import numpy as np
 
@@ -37,12 +46,59 @@ from .trie import core_trie, shared_events, shared_rows
 if TYPE_CHECKING:
     from .matcher import Matcher
 
-__all__ = ["Constraint", "MASK_CACHE_SIZE"]
+__all__ = ["Constraint", "MASK_CACHE_SIZE", "Recipe", "register_builder"]
 
 #: masks kept per constraint for configurations and for positions, each (each is ceil(V/32) * 4 bytes)
 MASK_CACHE_SIZE = 512
 
 _STRATEGIES = {0: "regular", 1: "earley"}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a front door made a constraint: ``kind`` (``"regex"``, ``"grammar"``, ``"gbnf"``,
+    ``"json"``, ``"json_schema"``), ``spec`` (the pattern or grammar text; a schema as given
+    when text, bytes or a bool, else its JSON text with keys in their order; ``None`` for
+    ``"json"``) and ``options`` ((name, value) pairs in the front door's order, every value
+    hashable: mappings as JSON text, collections as tuples). Equal recipes over one vocabulary
+    compile to the same constraint; a recipe is the key of :class:`tokamata.ConstraintCache`.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1])
+    >>> tokamata.compile_regex("a+", vocab).recipe.kind
+    'regex'
+    """
+
+    kind: str
+    spec: Hashable
+    options: tuple[tuple[str, Hashable], ...]
+
+
+_BUILDER: list[Callable[[Recipe, Any], "Constraint"]] = []
+#: constraints alive in this process by (vocabulary, recipe): what unpickling returns
+_ALIVE: weakref.WeakValueDictionary[tuple[int, Recipe], "Constraint"] = weakref.WeakValueDictionary()
+_ALIVE_LOCK = threading.Lock()
+
+
+def register_builder(build: Callable[[Recipe, Any], "Constraint"]) -> None:
+    """Make ``build(recipe, vocab)`` the way unpickling re-runs a front door (called by
+    :mod:`tokamata.compile` when imported; the package imports it before any module)."""
+    _BUILDER[:] = [build]
+
+
+def build(recipe: Recipe, vocab) -> "Constraint":
+    """The constraint ``recipe`` describes over ``vocab``: the live one when this process has it,
+    else a fresh compile through the registered front doors (errors as the front door raises)."""
+    key = (id(vocab), recipe)
+    with _ALIVE_LOCK:
+        alive = _ALIVE.get(key)
+    if alive is not None and alive.vocab is vocab:
+        return alive
+    if not _BUILDER:  # (importing tokamata registers it)
+        raise InvalidArgument("no front doors registered: import tokamata")
+    constraint = _BUILDER[0](recipe, vocab)
+    with _ALIVE_LOCK:
+        return _ALIVE.setdefault(key, constraint)
 
 
 class Constraint:
@@ -59,8 +115,11 @@ class Constraint:
     """
 
     def __init__(self, grammar: Grammar, vocab, limits: Limits, description: str, *,
-                 approximations: tuple = (), source: str | None = None, filters: tuple = ()):
+                 approximations: tuple = (), source: str | None = None, filters: tuple = (),
+                 recipe: Recipe | None = None):
         self.grammar = grammar
+        #: how a front door made this constraint (None for grammar IR): what pickling sends
+        self.recipe = recipe
         self.vocab = vocab
         self.limits = limits
         self.description = description  #: what was compiled ("regex", "JSON Schema", ...)
@@ -104,6 +163,41 @@ class Constraint:
                                              start_callback, self.lexer.dfa)
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
                                           offsets, tokens, limits.max_lexer_configurations, MASK_CACHE_SIZE)
+
+    # ----------------------------------------------------------- pickling and copies
+
+    def __reduce__(self):
+        if self.recipe is None:
+            raise InvalidArgument(f"{self.description} constraint was compiled from grammar IR, which does not "
+                                  f"pickle: pickle the front door's input instead")
+        with _ALIVE_LOCK:
+            _ALIVE.setdefault((id(self.vocab), self.recipe), self)
+        return build, (self.recipe, self.vocab)
+
+    def __copy__(self) -> "Constraint":
+        return self
+
+    def __deepcopy__(self, memo) -> "Constraint":
+        return self
+
+    def memory_bytes(self) -> int:
+        """An estimate of the memory this constraint holds now (it grows while decoding, as
+        states and masks are built lazily): every cached mask and token row at
+        ``ceil(V/32) * 4`` bytes, 1 KiB per lexer state (its transition table), 512 bytes per
+        Earley set, and 64 bytes per grammar symbol. Rows shared with other constraints of the
+        vocabulary count in full here (an over-estimate); the vocabulary's own trie and slices
+        are not counted (one per vocabulary, not per constraint).
+
+        >>> import tokamata
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1])
+        >>> tokamata.compile_regex("a+", vocab).memory_bytes() > 0
+        True
+        """
+        row = ((self.vocab_size + 31) // 32) * 4
+        core = self._core
+        symbols = sum(len(rule.rhs) + 1 for rule in self.grammar.rules) + len(self.grammar.terminals)
+        return ((core.num_cached_masks + core.num_cached_rows) * row + core.num_lexer_states * 1024
+                + self.num_parser_states * 512 + symbols * 64)
 
     @property
     def strategy(self) -> str:

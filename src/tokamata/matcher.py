@@ -9,6 +9,8 @@ Invariants:
   is set in bitmasks and ``allowed_tokens`` is empty.
 - ``fill_bitmask``, ``consume``, ``consume_many``, ``is_accepting`` and ``fill_bitmasks``
   run without the GIL. A matcher is used by one thread at a time; constraints are shared.
+- ``copy.copy``/``copy.deepcopy`` give an independent matcher at the same position over the
+  same (shared) constraint; a matcher does not pickle (its constraint does).
 - Argument errors (token ids out of range, bitmask of the wrong dtype/shape/device) raise
   :class:`InvalidArgument` before anything is written or consumed: ``consume_many`` checks
   every id before consuming the first, and a :class:`LimitExceeded` in its middle rolls back
@@ -112,8 +114,19 @@ class Matcher:
         return self._core.is_terminated()
 
     def copy(self) -> "Matcher":
-        """An independent matcher at the same position with the same history."""
+        """An independent matcher at the same position with the same history (what
+        ``copy.copy`` and ``copy.deepcopy`` give too; the constraint is shared, immutable)."""
         return Matcher(self.constraint, self._core.copy())
+
+    def __copy__(self) -> "Matcher":
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> "Matcher":
+        return self.copy()
+
+    def __reduce__(self):
+        raise InvalidArgument("a Matcher does not pickle (it is one sequence's live position): pickle its "
+                              "constraint and replay the sequence's tokens with consume_many")
 
     @property
     def num_consumed(self) -> int:

@@ -8,7 +8,7 @@ Every ``import`` of every module under src/tokamata (module level and inside fun
   2 grammar       grammar/* (IR, lexer, parser), slices (the vocabulary's slices, built from an
                   automaton)
   3 front ends    syntax/*; constraint and matcher (the one Constraint and Matcher)
-  4 front doors   compile
+  4 front doors   compile, constraint_cache (compiles through the front doors)
   5 integrations  integrations/*
   6 the face      tokamata (the package), __main__, cli/*
 
@@ -30,7 +30,7 @@ LAYERS = [  # (layer, module name prefixes), most specific prefix first where th
     (1, ("tokamata.automata",)),
     (2, ("tokamata.grammar", "tokamata.slices")),
     (3, ("tokamata.syntax", "tokamata.constraint", "tokamata.matcher")),
-    (4, ("tokamata.compile",)),
+    (4, ("tokamata.compile", "tokamata.constraint_cache")),
     (5, ("tokamata.integrations",)),
     (6, ("tokamata.__main__", "tokamata.cli", "tokamata")),
 ]

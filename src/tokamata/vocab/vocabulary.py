@@ -41,6 +41,11 @@ Invariants of a :class:`Vocabulary` ``v``:
 - Immutable in spirit: the public attributes are read-only properties. The instance
   ``__dict__`` stays open (no ``__slots__``) because the engine caches derived data (its C++
   trie) on the instance.
+- Pickling sends the token table only (the bytes of each id, no caches) plus a content
+  digest; unpickling skips the checks (the pickle came from a checked
+  vocabulary) and returns the vocabulary already alive in this process with that digest when
+  there is one, so constraints unpickled one by one share one vocabulary and its caches.
+  ``copy.copy`` and ``copy.deepcopy`` return the vocabulary itself (it is immutable).
 
 Where the bytes come from: ``from_token_bytes`` (explicit byte strings, here);
 ``from_tokenizer_json`` / ``from_hf`` (a Hugging Face ``tokenizer.json``:
@@ -62,8 +67,13 @@ token).
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import os
+import sys
+from array import array
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -253,6 +263,38 @@ class Vocabulary:
                     out.append(b)
         return b"".join(out)
 
+    # ------------------------------------------------------------------ pickling and copies
+
+    def __reduce__(self):
+        digest, state = self._pickled_state()
+        return _unpickle_vocabulary, (digest, state)
+
+    def __copy__(self) -> Vocabulary:
+        return self
+
+    def __deepcopy__(self, memo) -> Vocabulary:
+        return self
+
+    def _pickled_state(self) -> tuple[bytes, tuple]:
+        """(digest, state) for pickling, computed once per vocabulary (see the module doc)."""
+        cached = self.__dict__.get("_pickled")
+        if cached is None:
+            lengths = array("i", [-1 if b is None else len(b) for b in self._token_bytes])
+            if sys.byteorder != "little":
+                lengths.byteswap()  # (the digest reads little-endian lengths)
+            names = {text: list(ids) for text, ids in self._special_token_names.items()}
+            state = (self._token_bytes, self._eos_token_ids, self._size, self._kind, self._add_prefix_space,
+                     self._name, names, self._special_token_ids)
+            h = hashlib.blake2b(digest_size=20)
+            h.update(b"".join(b for b in self._token_bytes if b is not None))
+            h.update(lengths.tobytes())
+            h.update(repr(state[1:7]).encode())
+            cached = (h.digest(), state)
+            self.__dict__["_pickled"] = cached
+            with _INTERN_LOCK:
+                _INTERNED.setdefault(cached[0], self)
+        return cached
+
     # ----------------------------------------------------------------------- constructors
 
     @classmethod
@@ -317,6 +359,35 @@ class Vocabulary:
         ``limits.max_nesting_depth``, :class:`LimitExceeded`.
         """
         return _reader("gguf")(cls, path, size=size, limits=limits)
+
+
+# ------------------------------------------------------------------------ unpickling
+
+#: vocabularies alive in this process by content digest (pickled or unpickled ones)
+_INTERNED: weakref.WeakValueDictionary[bytes, Vocabulary] = weakref.WeakValueDictionary()
+_INTERN_LOCK = threading.Lock()
+
+
+def _unpickle_vocabulary(digest: bytes, state: tuple) -> Vocabulary:
+    """The vocabulary of a pickle: the live one with this digest, else one rebuilt from the
+    state without re-checking it (it was checked where it was made)."""
+    with _INTERN_LOCK:
+        alive = _INTERNED.get(digest)
+    if alive is not None:
+        return alive
+    tokens, eos, size, kind, add_prefix_space, name, names, special = state
+    vocab = Vocabulary.__new__(Vocabulary)
+    vocab._token_bytes = tokens
+    vocab._eos_token_ids = eos
+    vocab._size = size
+    vocab._special_token_ids = special
+    vocab._kind = kind
+    vocab._add_prefix_space = add_prefix_space
+    vocab._name = name
+    vocab._special_token_names = MappingProxyType({text: tuple(ids) for text, ids in names.items()})
+    vocab.__dict__["_pickled"] = (digest, state)
+    with _INTERN_LOCK:
+        return _INTERNED.setdefault(digest, vocab)
 
 
 # ------------------------------------------------------------------------ argument checks
