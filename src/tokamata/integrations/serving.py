@@ -234,23 +234,33 @@ class RequestMatcher:
     def fill(self, bitmask, index: int) -> None:
         """Write the allowed next tokens into row ``index`` of an int32 bitmask (numpy or a
         CPU torch tensor); a request that failed or ended allows only its stop ids."""
-        if self.error is None and not self.terminated:
+        if self.live:
             try:
                 self.matcher.fill_bitmask(bitmask, index)
             except TokamataError as error:
                 self.error = error
             else:
-                if not self._eos_only:
-                    row = np.asarray(bitmask[index]).view(np.uint32)
-                    _clear(row, self._eos_ids)
-                    if self.matcher.is_accepting():
-                        _set(row, self._stop_ids)
-                    else:
-                        _clear(row, self._stop_ids)
+                self.adjust_stops(bitmask, index)
                 return
         row = np.asarray(bitmask[index]).view(np.uint32)
         row[:] = 0
         _set(row, self._stop_ids)
+
+    @property
+    def live(self) -> bool:
+        """Neither ended nor failed: its rows come from its matcher."""
+        return self.error is None and not self.terminated
+
+    def adjust_stops(self, bitmask, index: int) -> None:
+        """Make row ``index``, filled by this request's matcher, allow the stop ids exactly
+        where the output is complete (a no-op when the stop ids are the vocabulary's EOS)."""
+        if not self._eos_only:
+            row = np.asarray(bitmask[index]).view(np.uint32)
+            _clear(row, self._eos_ids)
+            if self.matcher.is_accepting():
+                _set(row, self._stop_ids)
+            else:
+                _clear(row, self._stop_ids)
 
     def is_terminated(self) -> bool:
         return self.terminated
