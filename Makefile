@@ -9,7 +9,7 @@ VOCABS  := .cache/vocab/.extracted
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: demo test test-all fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
+.PHONY: serving-env test-serving demo test test-all fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -55,6 +55,29 @@ $(ASAN_BUILT): $(DEPS) $(CPP_SRC)
 	$(ASAN_PY) -m pip install -q --no-build-isolation --no-deps -e . -C build-dir=build/asan \
 	    -C cmake.define.TOKAMATA_SANITIZE=ON -C cmake.define.TOKAMATA_COMPILE_PYTHON=OFF
 	touch $@
+
+# vLLM and SGLang for the serving-engine contract tests (tests/serving/), in their own environment so
+# that .venv stays light: the engines with --no-deps, the light packages pinned in
+# tests/serving/requirements.txt, and .venv's packages (torch CPU, numpy, transformers, tokamata)
+# through a .pth file. PyPI only; about 400 MB to download once. `make test` runs the contract tests
+# (tests/integration/test_serving_engines.py) when this environment exists and skips them otherwise.
+SERVING_VENV  := .cache/venv-serving
+SERVING_PY    := $(SERVING_VENV)/bin/python
+SERVING_BUILT := $(SERVING_VENV)/.installed
+VLLM_VERSION   := 0.33.0
+SGLANG_VERSION := 0.5.23
+serving-env: $(SERVING_BUILT)
+
+$(SERVING_BUILT): $(DEPS) tests/serving/requirements.txt
+	test -x $(SERVING_PY) || "$$($(PY) -c 'import sys; print(sys._base_executable)')" -m venv --without-pip $(SERVING_VENV)
+	echo "import site; site.addsitedir('$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')')" > \
+	    "$$($(SERVING_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/tokamata-deps.pth"
+	$(SERVING_PY) -m pip install -q --no-deps vllm==$(VLLM_VERSION) sglang==$(SGLANG_VERSION)
+	$(SERVING_PY) -m pip install -q --no-deps -c constraints.txt -r tests/serving/requirements.txt
+	touch $@
+
+test-serving: $(BUILT) $(VOCABS) $(SERVING_BUILT)
+	$(SERVING_PY) -m pytest -q -p no:cacheprovider tests/serving
 
 bench: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_regex.py --write benchmarks/RESULTS.md

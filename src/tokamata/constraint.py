@@ -195,7 +195,10 @@ class Constraint:
         """
         row = ((self.vocab_size + 31) // 32) * 4
         core = self._core
-        symbols = sum(len(rule.rhs) + 1 for rule in self.grammar.rules) + len(self.grammar.terminals)
+        symbols = self.__dict__.get("_symbols")
+        if symbols is None:
+            symbols = sum(len(rule.rhs) + 1 for rule in self.grammar.rules) + len(self.grammar.terminals)
+            self.__dict__["_symbols"] = symbols
         return ((core.num_cached_masks + core.num_cached_rows) * row + core.num_lexer_states * 1024
                 + self.num_parser_states * 512 + symbols * 64)
 

@@ -18,8 +18,8 @@ Invariants:
   fresh copy to each caller; a ``max_compile_seconds`` failure depends on the machine's load
   and is not cached (the next request compiles again).
 - Bounded by bytes: the total of the entries' :meth:`Constraint.memory_bytes` estimates
-  (measured when inserted and again on every hit, since constraints grow while decoding;
-  an error counts 256 bytes) stays at most ``max_bytes`` after every insertion, evicting
+  (constraints grow while decoding: an entry is measured again on every hit, and every
+  entry before each insertion; an error counts 256 bytes) stays at most ``max_bytes`` after every insertion, evicting
   least recently used entries first; an entry bigger than the whole budget is returned but
   not kept. Eviction only drops the cache's reference: constraints in use keep working.
 """
@@ -114,11 +114,22 @@ class ConstraintCache:
             if _cacheable(value):
                 size = ERROR_BYTES if isinstance(value, TokamataError) else value.memory_bytes()
                 if size <= self.max_bytes:
+                    self._remeasure()
                     self._entries[key] = (value, size)
                     self._bytes += size
                     self._evict()
         future.set_result(value)
         return _result(value)
+
+    def _remeasure(self) -> None:
+        """Measure every entry again (under the lock, before an insertion)."""
+        total = 0
+        for key, (value, size) in self._entries.items():
+            if isinstance(value, Constraint):
+                size = value.memory_bytes()
+                self._entries[key] = (value, size)
+            total += size
+        self._bytes = total
 
     def _resize(self, key: Recipe, constraint: Constraint) -> None:
         """Re-measure a hit entry (under the lock); may evict others, never the entry itself."""
