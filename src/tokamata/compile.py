@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from collections.abc import Iterable, Mapping
-from typing import Any, Hashable, Union
+from typing import Any, Callable, Hashable, Union
 
 from .automata import charset as cs
 from .automata import derivatives as d
@@ -402,6 +402,7 @@ def build(made: Recipe, vocab) -> Constraint:
 
 
 
-_DOORS = {"regex": compile_regex, "grammar": compile_grammar, "gbnf": compile_gbnf, "json": compile_json,
-          "json_schema": compile_json_schema, "choice": compile_choice}
+_DOORS: dict[str, Callable[..., Constraint]] = {
+    "regex": compile_regex, "grammar": compile_grammar, "gbnf": compile_gbnf, "json": compile_json,
+    "json_schema": compile_json_schema, "choice": compile_choice}
 register_builder(build)

@@ -177,10 +177,10 @@ def _extend_config() -> None:
     if BACKEND_NAME in names:
         return
     extended = Literal[(*names, BACKEND_NAME)]  # type: ignore[valid-type]
-    module.StructuredOutputsBackend = extended  # type: ignore[attr-defined]
+    module.StructuredOutputsBackend = extended
     cls = module.StructuredOutputsConfig
     cls.__annotations__["backend"] = extended
-    cls.__dataclass_fields__["backend"].type = extended  # type: ignore[attr-defined]
+    cls.__dataclass_fields__["backend"].type = extended
     rebuild_dataclass(cls, force=True)
 
 
@@ -212,7 +212,7 @@ def _patch_validation() -> None:
         params.__post_init__()
 
     validate.__wrapped__ = original  # type: ignore[attr-defined]
-    SamplingParams._validate_structured_outputs = validate  # type: ignore[method-assign]
+    SamplingParams._validate_structured_outputs = validate
 
 
 def _patch_manager(backend_class) -> None:
@@ -230,4 +230,4 @@ def _patch_manager(backend_class) -> None:
         return original(self, request)
 
     grammar_init.__wrapped__ = original  # type: ignore[attr-defined]
-    StructuredOutputManager.grammar_init = grammar_init  # type: ignore[method-assign]
+    StructuredOutputManager.grammar_init = grammar_init
