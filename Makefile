@@ -6,6 +6,12 @@ PIP     := $(PY) -m pip
 DEPS    := $(VENV)/.deps-installed
 BUILT   := $(VENV)/.core-built
 VOCABS  := .cache/vocab/.extracted
+# the serving engines' environment (see serving-env below)
+SERVING_VENV  := .cache/venv-serving
+SERVING_PY    := $(SERVING_VENV)/bin/python
+SERVING_BUILT := $(SERVING_VENV)/.installed
+VLLM_VERSION   := 0.33.0
+SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
@@ -62,11 +68,6 @@ $(ASAN_BUILT): $(DEPS) $(CPP_SRC)
 # through a .pth file. PyPI only; about 400 MB to download once (2 minutes with pip's cache warm).
 # `make test` builds it first, so the contract tests (tests/integration/test_serving_engines.py) run on
 # every CI run against the engines' own classes; without it (a bare pytest) they skip with the command.
-SERVING_VENV  := .cache/venv-serving
-SERVING_PY    := $(SERVING_VENV)/bin/python
-SERVING_BUILT := $(SERVING_VENV)/.installed
-VLLM_VERSION   := 0.33.0
-SGLANG_VERSION := 0.5.23
 serving-env: $(SERVING_BUILT)
 
 $(SERVING_BUILT): $(DEPS) tests/serving/requirements.txt
