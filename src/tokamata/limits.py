@@ -65,6 +65,9 @@ class Limits:
     #: ones are near 35 MB; parsed JSON takes many times its size in memory). A GGUF file is
     #: mapped, not read: the counts and lengths in its header are checked against its size
     max_file_bytes: int = 1 << 27
+    #: merges a BPE tokenizer model may list, or derive from its scores (GGUF ``llama``
+    #: files); Gemma 3 has 514,906, Llama 3 280,147. Checked before the merge table is built
+    max_merges: int = 4_000_000
 
     # front ends
     #: nesting depth of the JSON values a JSON Schema front end is given (objects and arrays,

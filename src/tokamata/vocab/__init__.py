@@ -6,6 +6,11 @@
   ``Vocabulary`` (``Vocabulary.from_tokenizer_json``, ``Vocabulary.from_hf``).
 - :mod:`tokamata.vocab.gguf`: the tokenizer metadata of a GGUF file -> ``Vocabulary``
   (``Vocabulary.from_gguf``).
+- :mod:`tokamata.vocab.tokenizer_model`: :class:`TokenizerModel`, how the tokenizer *encodes*
+  text (``vocab.tokenizer_model``), with an exact reference encoder built from
+  :mod:`~tokamata.vocab.normalize`, :mod:`~tokamata.vocab.pretokenize` and
+  :mod:`~tokamata.vocab.bpe`; :mod:`tokamata.vocab.canonical`: the facts canonical token
+  sequences rest on (unreachable tokens, canonical bigrams).
 
 Invariants: importing the package (which Python does before any of its modules) registers both
 readers, so every ``Vocabulary.from_*`` works whichever module is imported first; the readers

@@ -47,7 +47,12 @@ from typing import Any, TypeGuard
 
 from ..errors import LimitExceeded, VocabularyError
 from ..limits import DEFAULT_LIMITS, Limits
+from .bpe import merges_from_scores
 from .huggingface import BYTE_FALLBACK_TOKEN, byte_level_decode
+from .normalize import ReplaceStep
+from .pretokenize import (BYTE_TO_CHAR, GGUF_PRE_PATTERNS, LLAMA3_PATTERN, ByteLevelStep,
+                          PretokenizerStep, SplitStep, byte_level_spell)
+from .tokenizer_model import MODEL_BYTE_LEVEL, MODEL_SENTENCEPIECE, Loaded, TokenizerModel
 from .vocabulary import (KIND_BYTE_LEVEL, KIND_SENTENCEPIECE, WELL_KNOWN_EOS_NAMES, Vocabulary,
                          register_reader)
 
@@ -60,8 +65,10 @@ _NORMAL, _UNKNOWN, _CONTROL, _USER, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 TOKENIZER_KEYS: frozenset[str] = frozenset({
     "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
     "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
-    "tokenizer.ggml.add_space_prefix",
+    "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.pre", "general.architecture",
 })
+#: The array keys only counted at construction; the tokenizer model reads them on first use.
+COUNTED_KEYS: frozenset[str] = frozenset({"tokenizer.ggml.merges", "tokenizer.ggml.scores"})
 # GGUF value types (gguf.GGUFValueType) -> struct format of scalars.
 _SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
             10: "Q", 11: "q", 12: "d"}
@@ -79,7 +86,7 @@ def read_gguf(cls: type[Vocabulary], path: str | os.PathLike[str], *,
     elif not isinstance(limits, Limits):
         raise VocabularyError(f"limits must be a tokamata.Limits, got {type(limits).__name__}")
     file = os.fspath(path)
-    meta = read_metadata(file, TOKENIZER_KEYS, limits)
+    meta = read_metadata(file, TOKENIZER_KEYS, limits, counted=COUNTED_KEYS)
     label = os.path.basename(file)
     model = meta.get("tokenizer.ggml.model")
     tokens = meta.get("tokenizer.ggml.tokens")
@@ -134,22 +141,28 @@ def read_gguf(cls: type[Vocabulary], path: str | os.PathLike[str], *,
                 control.setdefault(tokens[i].decode("utf-8"), []).append(i)
             except UnicodeDecodeError:
                 pass  # a control token without a UTF-8 name cannot be named in a grammar
+    user = tuple((tokens[i].decode("utf-8", "replace"), i) for i, ty in enumerate(types)
+                 if ty == _USER)
+    tokenizer_model = gguf_tokenizer_model(meta, file, label, user, limits)
     return cls(result, sorted(eos), size=size, kind=kind, add_prefix_space=add_prefix_space,
-               name=label, special_token_names=control, limits=limits)
+               name=label, special_token_names=control, limits=limits,
+               tokenizer_model=tokenizer_model)
 
 
 def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_metadata(path: str, wanted: frozenset[str], limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+def read_metadata(path: str, wanted: frozenset[str], limits: Limits = DEFAULT_LIMITS,
+                  counted: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The metadata values of ``wanted`` keys in a GGUF file (versions 2 and 3).
 
     A direct reader of the key/value section: ``gguf.GGUFReader`` builds a numpy view for every
     array element, which takes 10+ seconds for a 262k-token vocabulary; this takes a fraction
     of a second. Strings come back as ``str`` except the elements of string arrays, which stay
     ``bytes``; numeric arrays are lists of numbers. Arrays of arrays nest at most
-    ``limits.max_nesting_depth`` deep.
+    ``limits.max_nesting_depth`` deep. For the array keys in ``counted``, the value is the
+    array's length (its elements are skipped).
     """
     try:  # (non-blocking: opening a named pipe would wait for a writer)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -163,7 +176,7 @@ def read_metadata(path: str, wanted: frozenset[str], limits: Limits = DEFAULT_LI
     except OSError as e:
         raise VocabularyError(f"cannot read GGUF file {path!r}: {e.strerror or e}") from e
     try:
-        return _parse_kv(buf, path, wanted, limits.max_nesting_depth)
+        return _parse_kv(buf, path, wanted, limits.max_nesting_depth, counted)
     except (struct.error, IndexError, OverflowError, UnicodeDecodeError, MemoryError) as e:
         raise VocabularyError(f"{path!r}: truncated or corrupt GGUF metadata ({e})") from e
     finally:
@@ -171,7 +184,8 @@ def read_metadata(path: str, wanted: frozenset[str], limits: Limits = DEFAULT_LI
             buf.close()
 
 
-def _parse_kv(buf: Any, path: str, wanted: frozenset[str], max_depth: int) -> dict[str, Any]:
+def _parse_kv(buf: Any, path: str, wanted: frozenset[str], max_depth: int,
+              counted: frozenset[str] = frozenset()) -> dict[str, Any]:
     if len(buf) < 24 or buf[:4] != b"GGUF":
         raise VocabularyError(f"{path!r} is not a GGUF file (bad magic {bytes(buf[:4])!r})")
     order = "<"
@@ -272,11 +286,13 @@ def _parse_kv(buf: Any, path: str, wanted: frozenset[str], max_depth: int) -> di
         (vtype,) = u32(buf, offset)
         offset += 4
         keep = key in wanted
+        if key in counted and vtype == _VALUE_ARRAY:
+            found[key] = u64(buf, offset + 4)[0]
         value, offset = read_value(vtype, offset, keep)
         if keep:
             found[key] = value
-            if len(found) == len(wanted):
-                break
+        if (keep or key in counted) and len(found) == len(wanted) + len(counted):
+            break
     return found
 
 
@@ -305,6 +321,106 @@ def _token_bytes(tokens: list[bytes], types: Sequence[int], kind: str,
             out[i] = bytes([int(m.group(1), 16)])
         # unknown, control, unused, undefined: never text
     return out
+
+
+# ------------------------------------------------------------------------ tokenizer model
+
+#: architectures whose SentencePiece merges transformers orders by token position, not score
+_POSITION_ORDERED = frozenset({"gemma", "gemma2", "gemma3"})
+_BYTE_ALPHABET = frozenset(BYTE_TO_CHAR.values())
+
+
+def gguf_tokenizer_model(meta: dict[str, Any], file: str, label: str,
+                         user_tokens: tuple[tuple[str, int], ...],
+                         limits: Limits) -> TokenizerModel:
+    """The :class:`TokenizerModel` of a GGUF file, from its metadata (``meta``, with the merge
+    and score arrays only counted); tokens, merges and scores are read again from ``file`` on
+    first use.
+
+    - ``gpt2``: byte-level BPE, split by the pattern of ``tokenizer.ggml.pre``
+      (:data:`~tokamata.vocab.pretokenize.GGUF_PRE_PATTERNS`; an unknown or absent name is
+      unsupported), merges from ``tokenizer.ggml.merges``; ``ignore_merges`` for the Llama 3
+      family, as llama.cpp does.
+    - ``llama`` / ``gemma4``: SentencePiece-style BPE with byte fallback; spaces become ``▁``.
+      Merges from ``tokenizer.ggml.merges``, else derived from ``tokenizer.ggml.scores``
+      (:func:`~tokamata.vocab.bpe.merges_from_scores`), as transformers' converter does: for
+      the Gemma architectures the order of the tokens in the file is the score (higher id,
+      lower score) and tokens of spaces only are spelled with ``▁``.
+    - ``t5`` (Unigram) and anything else: unsupported.
+
+    User-defined tokens (type 4) are added tokens, matched in raw text.
+    """
+    model = meta.get("tokenizer.ggml.model")
+    arch = meta.get("general.architecture")
+    pre = meta.get("tokenizer.ggml.pre")
+    n_merges = meta.get("tokenizer.ggml.merges") or 0
+    n_scores = meta.get("tokenizer.ggml.scores") or 0
+    if not isinstance(n_merges, int) or n_merges > limits.max_merges:
+        raise LimitExceeded("max_merges", int(n_merges), limits.max_merges)
+    problems: list[tuple[str, str]] = []
+    pretokenizer: tuple[PretokenizerStep, ...] = ()
+    normalizer: tuple[ReplaceStep, ...] = ()
+    ignore_merges = False
+    respell = False
+    if model == "gpt2":
+        kind = MODEL_BYTE_LEVEL
+        pattern = GGUF_PRE_PATTERNS.get(pre) if isinstance(pre, str) else None
+        if pattern is None:
+            problems.append(("tokenizer.ggml.pre", f"{pre!r}: no known split pattern (known: "
+                             f"{', '.join(sorted(GGUF_PRE_PATTERNS))})"))
+            pretokenizer = (ByteLevelStep(False),)
+        else:
+            pretokenizer = (SplitStep(pattern, True), ByteLevelStep(False))
+            ignore_merges = pattern == LLAMA3_PATTERN
+        if not n_merges:
+            problems.append(("tokenizer.ggml.merges", "a byte-level GGUF without merges"))
+    elif model in ("llama", "gemma4"):
+        kind = MODEL_SENTENCEPIECE
+        normalizer = (ReplaceStep(" ", "\u2581"),)
+        respell = not n_merges and arch in _POSITION_ORDERED
+        if not n_merges and not n_scores:
+            problems.append(("tokenizer.ggml.scores", "neither merges nor scores to merge by"))
+    else:
+        kind = MODEL_SENTENCEPIECE
+        problems.append((f"tokenizer.ggml.model {model}",
+                         "only BPE models have a reproducible canonical encoding here"))
+
+    def spelled(token: bytes) -> str:
+        text = token.decode("utf-8", "replace")
+        if kind == MODEL_BYTE_LEVEL and not set(text) <= _BYTE_ALPHABET:
+            return byte_level_spell(token)
+        if respell and " " in text and not text.strip():
+            return "\u2581" * len(text)
+        return text
+
+    def load() -> Loaded:
+        keys = frozenset({"tokenizer.ggml.tokens", "tokenizer.ggml.merges",
+                          "tokenizer.ggml.scores"})
+        data = read_metadata(file, keys, limits)
+        pieces = [spelled(t) for t in data.get("tokenizer.ggml.tokens") or ()]
+        ids = {p: i for i, p in enumerate(pieces)}
+        listed = data.get("tokenizer.ggml.merges")
+        if listed:
+            merges = []
+            for rank, m in enumerate(listed):
+                parts = m.decode("utf-8", "replace").split(" ")
+                if len(parts) != 2:
+                    raise VocabularyError(f"{file!r}: merge {rank} {m!r:.60} is not two pieces")
+                merges.append((parts[0], parts[1]))
+            return ids, merges
+        scores = data.get("tokenizer.ggml.scores") or ()
+        if respell:
+            scores = [-i for i in range(len(pieces))]
+        if len(scores) != len(pieces):
+            raise VocabularyError(f"{file!r}: {len(scores)} scores for {len(pieces)} tokens")
+        return ids, merges_from_scores(pieces, scores, limits.max_merges)
+
+    added = tuple((spelled(text.encode("utf-8")), i) for text, i in user_tokens)
+    return TokenizerModel(
+        "BPE" if not problems or model in ("gpt2", "llama", "gemma4") else str(model), kind,
+        normalizer, pretokenizer, byte_fallback=kind == MODEL_SENTENCEPIECE,
+        ignore_merges=ignore_merges, added_tokens=added, unsupported=tuple(problems),
+        merge_count=n_merges if n_merges else -1, source=label, load=load)
 
 
 register_reader("gguf", read_gguf)

@@ -53,6 +53,8 @@ from typing import Any, TypeGuard
 
 from ..errors import LimitExceeded, VocabularyError
 from ..limits import DEFAULT_LIMITS, Limits
+from .pretokenize import CHAR_TO_BYTE
+from .tokenizer_model import MODEL_BYTE_LEVEL, MODEL_SENTENCEPIECE, model_from_tokenizer_json
 from .vocabulary import (KIND_BYTE_LEVEL, KIND_SENTENCEPIECE, WELL_KNOWN_EOS_NAMES, Vocabulary,
                          register_reader)
 
@@ -131,20 +133,7 @@ def _is_int(value: object) -> TypeGuard[int]:
 # ------------------------------------------------------------------------ byte-level BPE
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible map from bytes to printable characters."""
-    keep = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-            + list(range(ord("®"), ord("ÿ") + 1)))
-    mapping = {b: chr(b) for b in keep}
-    extra = 0
-    for b in range(256):
-        if b not in mapping:
-            mapping[b] = chr(256 + extra)
-            extra += 1
-    return mapping
-
-
-_UNICODE_TO_BYTE: dict[str, int] = {c: b for b, c in _bytes_to_unicode().items()}
+_UNICODE_TO_BYTE: Mapping[str, int] = CHAR_TO_BYTE
 # str.translate table: mapped characters -> the latin-1 character of their byte; characters
 # below 256 that are *not* in the alphabet -> U+FFFF so that encoding to latin-1 fails on them.
 _BYTE_LEVEL_TABLE: dict[int, int] = {ord(c): b for c, b in _UNICODE_TO_BYTE.items()}
@@ -436,8 +425,11 @@ def _from_tokenizer_data(
                 f"{source!r}: cannot infer the EOS token: no tokenizer_config.json eos_token and "
                 f"no special token named {sorted(WELL_KNOWN_EOS_NAMES)}; pass eos_token_ids=")
         eos_token_ids = sorted(eos)
+    model = model_from_tokenizer_json(
+        data, MODEL_BYTE_LEVEL if kind == KIND_BYTE_LEVEL else MODEL_SENTENCEPIECE, label, limits)
     return cls(tokens, eos_token_ids, size=size, kind=kind, add_prefix_space=add_prefix_space,
-               name=label, special_token_names=special_names, limits=limits)
+               name=label, special_token_names=special_names, limits=limits,
+               tokenizer_model=model)
 
 
 def _added_tokens(data: Mapping[str, Any], source: str,

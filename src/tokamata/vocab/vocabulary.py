@@ -78,8 +78,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InvalidArgument, LimitExceeded, VocabularyError
+from ..errors import InvalidArgument, LimitExceeded, Unsupported, VocabularyError
 from ..limits import DEFAULT_LIMITS, Limits
+from .tokenizer_model import TokenizerModel
 
 __all__ = ["Vocabulary", "WELL_KNOWN_EOS_NAMES", "KIND_BYTES", "KIND_BYTE_LEVEL",
            "KIND_SENTENCEPIECE", "KINDS", "register_reader"]
@@ -152,7 +153,11 @@ class Vocabulary:
         name: str = "",
         special_token_names: Mapping[str, int | Sequence[int]] | None = None,
         limits: Limits | None = None,
+        tokenizer_model: TokenizerModel | None = None,
     ) -> None:
+        if tokenizer_model is not None and not isinstance(tokenizer_model, TokenizerModel):
+            raise InvalidArgument("tokenizer_model must be a TokenizerModel, got "
+                                  f"{type(tokenizer_model).__name__}")
         if limits is None:
             limits = DEFAULT_LIMITS
         elif not isinstance(limits, Limits):
@@ -189,6 +194,7 @@ class Vocabulary:
         self._name = name
         self._special_token_names: Mapping[str, tuple[int, ...]] = MappingProxyType(
             _check_special_names(special_token_names or {}, tokens))
+        self._tokenizer_model = tokenizer_model
 
     # ----------------------------------------------------------------- read-only attributes
 
@@ -233,6 +239,27 @@ class Vocabulary:
     def name(self) -> str:
         """Where the vocabulary came from (a file name, a tokenizer name), for messages."""
         return self._name
+
+    @property
+    def tokenizer_model(self) -> TokenizerModel | None:
+        """How the tokenizer encodes text (merges, normalizer, pre-tokenizer: see
+        :mod:`tokamata.vocab.tokenizer_model`); ``None`` for :meth:`from_token_bytes`."""
+        return self._tokenizer_model
+
+    def exact_tokenizer(self) -> TokenizerModel:
+        """The tokenizer model, checked to encode exactly as the tokenizer does; else
+        :class:`~tokamata.Unsupported` naming what cannot be reproduced (``"merges"`` for a
+        vocabulary built from byte strings, which has no merge rules).
+
+        >>> Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1]).exact_tokenizer()
+        Traceback (most recent call last):
+        tokamata.errors.Unsupported: merges: ...
+        """
+        if self._tokenizer_model is None:
+            raise Unsupported("merges", "a vocabulary built from token bytes has no merge rules "
+                              "or pre-tokenizer; load it with from_tokenizer_json, from_hf "
+                              "or from_gguf")
+        return self._tokenizer_model.require_exact()
 
     def __len__(self) -> int:
         return self._size
