@@ -55,8 +55,8 @@ from ..errors import LimitExceeded, Unsupported, VocabularyError
 from ..limits import Limits
 from .bpe import build_merge_table, merge
 from .normalize import NormalizerStep, normalize, parse_normalizer
-from .pretokenize import (CHAR_TO_BYTE, ByteLevelStep, PretokenizerStep, parse_pretokenizer,
-                          pretokenize)
+from .pretokenize import (CHAR_TO_BYTE, ByteLevelStep, PretokenizerStep, byte_level_spell,
+                          parse_pretokenizer, pretokenize)
 
 __all__ = ["MODEL_BYTE_LEVEL", "MODEL_SENTENCEPIECE", "TokenizerModel",
            "model_from_tokenizer_json"]
@@ -282,14 +282,24 @@ class TokenizerModel:
         if b is not None:
             return bytes([b])
         piece = tables.piece_of.get(token_id)
-        if piece is None:
-            return None
+        return None if piece is None else self.piece_bytes(piece)
+
+    def piece_bytes(self, piece: str) -> bytes | None:
+        """The normalized-text bytes a piece spells: a byte-level piece its bytes (``None`` if
+        a character is outside the byte alphabet), any other its UTF-8."""
         if self.kind == MODEL_BYTE_LEVEL:
             try:
                 return bytes([CHAR_TO_BYTE[c] for c in piece])
             except KeyError:
                 return None
         return piece.encode("utf-8")
+
+    def bytes_piece(self, data: bytes) -> str:
+        """The piece spelling of normalized-text bytes (inverse of :meth:`piece_bytes`;
+        invalid UTF-8 of a non-byte-level model is replaced)."""
+        if self.kind == MODEL_BYTE_LEVEL:
+            return byte_level_spell(data)
+        return data.decode("utf-8", "replace")
 
 
 # --------------------------------------------------------------------- tokenizer.json
