@@ -23,7 +23,8 @@ b'Yes'
 """
 
 from . import gguf, huggingface  # noqa: F401  (importing them registers the readers)
+from .tokenizer_model import TokenizerModel
 from .vocabulary import (KIND_BYTE_LEVEL, KIND_BYTES, KIND_SENTENCEPIECE, KINDS,  # noqa: F401
                          WELL_KNOWN_EOS_NAMES, Vocabulary)
 
-__all__ = ["Vocabulary", "WELL_KNOWN_EOS_NAMES"]
+__all__ = ["TokenizerModel", "Vocabulary", "WELL_KNOWN_EOS_NAMES"]
