@@ -253,7 +253,7 @@ class Vocabulary:
 
         >>> Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1]).exact_tokenizer()
         Traceback (most recent call last):
-        tokamata.errors.Unsupported: merges: ...
+        tokamata.errors.Unsupported: unsupported: merges: ...
         """
         if self._tokenizer_model is None:
             raise Unsupported("merges", "a vocabulary built from token bytes has no merge rules "
