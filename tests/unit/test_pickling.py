@@ -139,3 +139,16 @@ def test_deepcopy_of_a_matcher_is_independent_at_the_same_position(tok):
         assert twin.consume_many(tokens[4:]) == len(tokens) - 4 and twin.is_accepting()
         assert m.num_consumed == 4 and not m.is_accepting()
     assert copy.deepcopy(c) is c and copy.deepcopy(tok.vocab) is tok.vocab
+
+
+def _encode_pickled(data: bytes, text: str):  # (runs in the other process)
+    return pickle.loads(data).tokenizer_model.encode(text)
+
+
+def test_the_tokenizer_model_crosses_processes(tok):
+    """A vocabulary's tokenizer model (merges, pre-tokenizer) pickles as plain data: the
+    unpickled vocabulary encodes like the tokenizer in a process that never read the file."""
+    text = "Hello, world! 12345 ünïcode\n\n  spaces"
+    data = pickle.dumps(tok.vocab)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(_encode_pickled, data, text).result() == tok.encode(text)

@@ -45,6 +45,7 @@ here imports ``tokenizers``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -79,6 +80,22 @@ class _Tables:
     byte_ids: tuple[int | None, ...]    # byte value -> id of its <0xNN> token (byte fallback)
     byte_of: dict[int, int]             # id of a <0xNN> token -> its byte
     added: Any                          # compiled alternation of the added tokens, or None
+
+
+@dataclass(frozen=True)
+class LoadedData:
+    """A loader that holds what it returns, ``(pieces, merges)``: how a pickled model keeps its
+    merges."""
+
+    pieces: Mapping[str, int]
+    merges: Sequence[tuple[str, str]]
+
+    def __call__(self) -> Loaded:
+        return self.pieces, self.merges
+
+
+def _rebuild_model(fields: dict) -> "TokenizerModel":
+    return TokenizerModel(**fields)
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,6 +135,14 @@ class TokenizerModel:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_tables", None)
+
+    def __reduce__(self):
+        """Pickles as plain data: the pieces and merges are read now (the loader that reads
+        them lazily from a file may not exist in the process that unpickles)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if self.load is not None and not isinstance(self.load, LoadedData):
+            fields["load"] = LoadedData(*self.load())
+        return _rebuild_model, (fields,)
 
     @classmethod
     def from_pieces(cls, pieces: Mapping[str, int], merges: Sequence[tuple[str, str]], *,

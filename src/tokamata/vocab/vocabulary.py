@@ -311,11 +311,13 @@ class Vocabulary:
                 lengths.byteswap()  # (the digest reads little-endian lengths)
             names = {text: list(ids) for text, ids in self._special_token_names.items()}
             state = (self._token_bytes, self._eos_token_ids, self._size, self._kind, self._add_prefix_space,
-                     self._name, names, self._special_token_ids)
+                     self._name, names, self._special_token_ids, self._tokenizer_model)
             h = hashlib.blake2b(digest_size=20)
             h.update(b"".join(b for b in self._token_bytes if b is not None))
             h.update(lengths.tobytes())
             h.update(repr(state[1:7]).encode())
+            if self._tokenizer_model is not None:  # (same tokens, another tokenizer: another vocabulary)
+                h.update(repr(self._tokenizer_model).encode())
             cached = (h.digest(), state)
             self.__dict__["_pickled"] = cached
             with _INTERN_LOCK:
@@ -402,7 +404,7 @@ def _unpickle_vocabulary(digest: bytes, state: tuple) -> Vocabulary:
         alive = _INTERNED.get(digest)
     if alive is not None:
         return alive
-    tokens, eos, size, kind, add_prefix_space, name, names, special = state
+    tokens, eos, size, kind, add_prefix_space, name, names, special, model = state
     vocab = Vocabulary.__new__(Vocabulary)
     vocab._token_bytes = tokens
     vocab._eos_token_ids = eos
@@ -411,6 +413,7 @@ def _unpickle_vocabulary(digest: bytes, state: tuple) -> Vocabulary:
     vocab._kind = kind
     vocab._add_prefix_space = add_prefix_space
     vocab._name = name
+    vocab._tokenizer_model = model
     vocab._special_token_names = MappingProxyType({text: tuple(ids) for text, ids in names.items()})
     vocab.__dict__["_pickled"] = (digest, state)
     with _INTERN_LOCK:
