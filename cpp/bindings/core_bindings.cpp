@@ -221,7 +221,12 @@ NB_MODULE(_core, m) {
           subtree.push_back(static_cast<int32_t>(n.subtree_size)); parents.push_back(n.num_parents);
         }
         return nb::make_tuple(byte, begin, count, subtree, parents, t.token_ids());
-      });
+      })
+      .def("has_longer_token", [](const TokenTrie& t, nb::bytes prefix) {
+        // some token begins with `prefix` and is longer (token healing)
+        const int64_t node = t.find(reinterpret_cast<const uint8_t*>(prefix.c_str()), static_cast<int64_t>(prefix.size()));
+        return node >= 0 && t.nodes()[static_cast<size_t>(node)].subtree_size > 1;
+      }, "prefix"_a);
 
   nb::class_<TokenSlices>(m, "TokenSlices")
       .def(nb::new_(&make_slices), "trie"_a, "automaton"_a, "bounds"_a)
@@ -406,7 +411,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_cached_rows", [](const ConstraintCore& c) { return c.lexer().num_cached_rows(); });
 
   nb::class_<MatcherCore>(m, "MatcherCore")
-      .def(nb::init<std::shared_ptr<ConstraintCore>>(), "constraint"_a)
+      .def("__init__", [](MatcherCore* self, std::shared_ptr<ConstraintCore> constraint, nb::bytes prefix) {
+        const uint8_t* data = reinterpret_cast<const uint8_t*>(prefix.c_str());
+        new (self) MatcherCore(std::move(constraint), std::vector<uint8_t>(data, data + prefix.size()));
+      }, "constraint"_a, "prefix"_a = nb::bytes(""))
       .def("fill_bitmask", &fill_one, "bitmask"_a.noconvert(), "index"_a)
       .def("consume", [](MatcherCore& m, int32_t token) {
         const int32_t quick = m.consume_if_cached(token);
@@ -438,6 +446,22 @@ NB_MODULE(_core, m) {
         return out;
       })
       .def("copy", [](const MatcherCore& m) { return MatcherCore(m); })
+      .def("forced_tokens", [](MatcherCore& m, int64_t max_tokens) {
+        std::vector<int32_t> out;
+        {
+          nb::gil_scoped_release release;
+          out = m.forced_tokens(max_tokens);
+        }
+        return out;
+      }, "max_tokens"_a)
+      .def("forced_bytes", [](MatcherCore& m, int64_t max_bytes) {
+        std::vector<uint8_t> out;
+        {
+          nb::gil_scoped_release release;
+          out = m.forced_bytes(max_bytes);
+        }
+        return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size());
+      }, "max_bytes"_a)
       .def("allowed_tokens", [](MatcherCore& m) {
         const int64_t words = m.constraint().num_words();
         std::vector<uint32_t> bits(static_cast<size_t>(words));

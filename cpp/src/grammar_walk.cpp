@@ -376,6 +376,15 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
 }
 
 int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
+  return with_targets([&](const Targets& targets) { cross_groups(index_locked(state), parser, bits, targets, 0); });
+}
+
+int64_t GrammarCore::below(uint32_t node, const std::vector<Config>& configs, uint32_t* bits) {
+  if (configs.empty()) return 0;
+  return with_targets([&](const Targets& targets) { cross_at(node, configs, bits, targets, 0); });
+}
+
+int64_t GrammarCore::with_targets(const std::function<void(const Targets&)>& walk) {
   std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
   int64_t calls = 0;
   // (parser, state) -> configurations after the boundary; a small direct-mapped table in front
@@ -403,7 +412,7 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   };
   ++epoch_;
   visit_count_ = 0;
-  cross_groups(index_locked(state), parser, bits, targets, 0);
+  walk(targets);
   return calls;
 }
 

@@ -25,6 +25,29 @@ void sort_unique(std::vector<Config>& v) {
 void or_into(std::vector<uint32_t>& bits, const std::vector<uint32_t>& other) {
   for (size_t i = 0; i < bits.size(); ++i) bits[i] |= other[i];
 }
+
+// The one token set in the row, or -1 when none or several: the nonzero words of a sparse
+// row, else the words until a second bit shows (the first dense word, for a dense row).
+int32_t only_token(const TokenRow& row) {
+  int32_t found = -1;
+  auto several = [&](uint32_t w) {
+    const uint32_t x = row.bits[w];
+    if (x == 0) return false;
+    if (found >= 0 || (x & (x - 1)) != 0) return true;
+    found = static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(x)));
+    return false;
+  };
+  if (row.sparse) {
+    for (uint32_t w : row.nonzero_words) {
+      if (several(w)) return -1;
+    }
+  } else {
+    for (size_t w = 0; w < row.bits.size(); ++w) {
+      if (several(static_cast<uint32_t>(w))) return -1;
+    }
+  }
+  return found;
+}
 }  // namespace
 
 ConstraintCore::ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<GrammarCore> grammar,
@@ -62,6 +85,12 @@ ConstraintCore::ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr
   }
   if (!grammar_ && !token_sets_.empty()) throw std::invalid_argument("a regular constraint has no token-set terminals");
   if (grammar_ && accepts_empty_) throw std::invalid_argument("accepts_empty is for regular constraints");
+  const uint8_t* class_map = lexer_->dfa().class_map();
+  class_size_.assign(static_cast<size_t>(lexer_->dfa().num_classes()), 0);
+  class_byte_.assign(class_size_.size(), -1);
+  for (int32_t b = 0; b < 256; ++b) {
+    if (class_size_[class_map[b]]++ == 0) class_byte_[class_map[b]] = b;
+  }
 }
 
 // ------------------------------------------------------------------------------ caches
@@ -269,7 +298,7 @@ void ConstraintCore::advance(const Configuration* position, size_t size, int32_t
       }
     }
   }
-  if (text) advance_text<false>(position, size, token, out);
+  if (text) advance_text<false>(position, size, trie.token_data(token), trie.token_length(token), out);
   sort_unique(out);
 }
 
@@ -280,17 +309,14 @@ bool ConstraintCore::advance_if_built(const Configuration* position, size_t size
   if (!grammar_ || in_token_set(token) || token >= trie.num_tokens() || !trie.in_trie(token)) return false;
   std::unique_lock<std::mutex> compute(lexer_->compute_mutex(), std::try_to_lock);
   if (!compute.owns_lock()) return false;
-  if (!advance_text<true>(position, size, token, out)) return false;
+  if (!advance_text<true>(position, size, trie.token_data(token), trie.token_length(token), out)) return false;
   sort_unique(out);
   return true;
 }
 
 template <bool kBuiltOnly>
-bool ConstraintCore::advance_text(const Configuration* position, size_t size, int32_t token,
+bool ConstraintCore::advance_text(const Configuration* position, size_t size, const uint8_t* data, int64_t length,
                                   std::vector<Configuration>& out) {
-  const TokenTrie& trie = lexer_->trie();
-  const uint8_t* data = trie.token_data(token);
-  const int64_t length = trie.token_length(token);
   thread_local std::vector<Config> current, following;
   current.clear();
   for (size_t i = 0; i < size; ++i) {
@@ -332,16 +358,177 @@ bool ConstraintCore::advance_text(const Configuration* position, size_t size, in
   return true;
 }
 
+void ConstraintCore::advance_bytes(const Configuration* position, size_t size, const uint8_t* data, int64_t length,
+                                   std::vector<Configuration>& out) {
+  out.clear();
+  if (length == 0) {
+    out.assign(position, position + size);
+    return;
+  }
+  std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+  if (!grammar_) {
+    LazyDfa& dfa = lexer_->dfa();
+    int32_t state = position[0].lexer;
+    for (int64_t i = 0; i < length && state != kDead; ++i) state = dfa.step(state, data[i]);
+    if (state != kDead) out.push_back(Configuration{0, state, 0});
+    return;
+  }
+  advance_text<false>(position, size, data, length, out);
+  sort_unique(out);
+}
+
+// ------------------------------------------------------------------------------ token healing
+
+MaskPtr ConstraintCore::prefix_mask(const uint8_t* rest, int64_t length) {
+  auto mask = std::make_shared<TokenRow>();
+  mask->bits.assign(static_cast<size_t>(num_words()), 0u);
+  const TokenTrie& trie = lexer_->trie();
+  const TrieNode* nodes = trie.nodes().data();
+  const int32_t* token_ids = trie.token_ids().data();
+  // the tokens on the rest's path: their bytes are a prefix of it
+  size_t node = 0;
+  int64_t depth = 0;
+  for (; depth < length; ++depth) {
+    const int64_t child = trie.find(rest + depth, 1, node);
+    if (child < 0) break;
+    node = static_cast<size_t>(child);
+    for (int32_t k = 0; k < nodes[node].token_count; ++k) {
+      const int32_t t = token_ids[nodes[node].token_begin + k];
+      mask->bits[t >> 5] |= 1u << (t & 31);
+    }
+  }
+  // the tokens that begin with all of it: their remaining bytes must lead the initial position on
+  if (depth == length && nodes[node].subtree_size > 1) {
+    if (!grammar_) {
+      std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+      walk_trie(trie, lexer_->dfa(), initial_.lexer, *mask, nullptr, nullptr, static_cast<uint32_t>(node));
+    } else if (initial_.lexer != kDead) {
+      grammar_->below(static_cast<uint32_t>(node), {Config{initial_.parser, initial_.lexer}}, mask->bits.data());
+    }
+  }
+  mask->accepting = false;
+  mask->index_words();
+  return mask;
+}
+
+// ------------------------------------------------------------------------------ forced bytes
+
+bool ConstraintCore::special_allowed(const Configuration* position, size_t size) {
+  if (!grammar_ || special_tokens_.empty()) return false;
+  std::vector<int32_t> parsers, all;
+  {
+    std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+    for (size_t i = 0; i < size; ++i) {
+      boundary_parsers(position[i], parsers);
+      all.insert(all.end(), parsers.begin(), parsers.end());
+    }
+  }
+  for (int32_t p : all) {
+    for (int32_t t : grammar_->parser().allowed(p)) {
+      if (special_terminal_[t]) return true;
+    }
+  }
+  return false;
+}
+
+int32_t ConstraintCore::next_byte(const Configuration* position, size_t size) {
+  std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+  LazyDfa& dfa = lexer_->dfa();
+  // the lexer states the next byte is read in: each configuration's, and after a boundary
+  // the next lexeme's start state (as advance_text reads a byte)
+  std::vector<int32_t> states;
+  for (size_t i = 0; i < size; ++i) {
+    const Configuration& c = position[i];
+    if (c.lexer == kDead) continue;
+    states.push_back(c.lexer);
+    if (!grammar_) continue;
+    for (int32_t terminal : grammar_->ends_of(c.lexer)) {
+      const int32_t after = grammar_->after_lexeme(c.parser, terminal);
+      if (after < 0) continue;
+      const int32_t start = grammar_->start_of(after);
+      if (start != kDead) states.push_back(start);
+    }
+  }
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  int32_t found = kNoByte;
+  for (int32_t s : states) {
+    for (int32_t cls = 0; cls < static_cast<int32_t>(class_size_.size()); ++cls) {  // ascending bytes
+      if (dfa.step_class(s, cls) == kDead) continue;
+      if (class_size_[cls] > 1 || (found != kNoByte && found != class_byte_[cls])) return kSeveralBytes;
+      found = class_byte_[cls];
+    }
+  }
+  return found;
+}
+
+void ConstraintCore::forced_bytes(const Configuration* position, size_t size, int64_t max_bytes,
+                                  std::vector<uint8_t>& out) {
+  std::vector<Configuration> here(position, position + size), next;
+  for (int64_t n = 0; n < max_bytes; ++n) {
+    if (accepting(here.data(), here.size()) || special_allowed(here.data(), here.size())) return;
+    const int32_t byte = next_byte(here.data(), here.size());
+    if (byte < 0) return;
+    const uint8_t b = static_cast<uint8_t>(byte);
+    advance_bytes(here.data(), here.size(), &b, 1, next);
+    if (next.empty()) throw std::logic_error("forced_bytes: a live byte led nowhere");
+    out.push_back(b);
+    here.swap(next);
+  }
+}
+
 // ------------------------------------------------------------------------------ the matcher
 
-MatcherCore::MatcherCore(std::shared_ptr<ConstraintCore> constraint) : constraint_(std::move(constraint)) {
-  stack_.push_back(constraint_->initial());
+MatcherCore::MatcherCore(std::shared_ptr<ConstraintCore> constraint, std::vector<uint8_t> prefix)
+    : constraint_(std::move(constraint)) {
+  if (prefix.size() > static_cast<size_t>(INT32_MAX)) throw std::invalid_argument("a prefix of 2**31 bytes or more");
+  if (prefix.empty()) {
+    stack_.push_back(constraint_->initial());
+  } else {
+    stack_.push_back(Configuration{kPrefixPhase, 0, 0});
+    prefix_ = std::make_shared<const std::vector<uint8_t>>(std::move(prefix));
+  }
   starts_.push_back(0);
 }
 
 const MaskPtr& MatcherCore::current_mask() {
-  if (!mask_) mask_ = constraint_->mask(stack_.data() + starts_.back(), num_configurations());
+  if (!mask_) mask_ = mask_at(stack_.data() + starts_.back(), num_configurations());
   return mask_;
+}
+
+MaskPtr MatcherCore::mask_at(const Configuration* position, size_t size) {
+  if (position[0].parser != kPrefixPhase) return constraint_->mask(position, size);
+  const size_t offset = static_cast<size_t>(position[0].lexer);
+  if (prefix_masks_.size() <= offset) prefix_masks_.resize(offset + 1);
+  MaskPtr& slot = prefix_masks_[offset];
+  if (!slot) slot = constraint_->prefix_mask(prefix_->data() + offset, static_cast<int64_t>(prefix_->size() - offset));
+  return slot;
+}
+
+void MatcherCore::advance_at(const Configuration* position, size_t size, int32_t token,
+                             std::vector<Configuration>& out) {
+  if (position[0].parser == kPrefixPhase) {
+    advance_prefix(position[0].lexer, token, out);
+  } else {
+    constraint_->advance(position, size, token, out);
+  }
+}
+
+void MatcherCore::advance_prefix(int32_t offset, int32_t token, std::vector<Configuration>& out) {
+  out.clear();
+  const TokenTrie& trie = constraint_->lexer().trie();
+  if (token >= trie.num_tokens() || !trie.in_trie(token)) return;  // EOS, special tokens, padding
+  const uint8_t* data = trie.token_data(token);
+  const int64_t length = trie.token_length(token);
+  const uint8_t* rest = prefix_->data() + offset;
+  const int64_t left = static_cast<int64_t>(prefix_->size()) - offset;
+  if (std::memcmp(data, rest, static_cast<size_t>(std::min(length, left))) != 0) return;
+  if (length < left) {
+    out.push_back(Configuration{kPrefixPhase, offset + static_cast<int32_t>(length), 0});
+    return;
+  }
+  const Configuration initial = constraint_->initial();
+  constraint_->advance_bytes(&initial, 1, data + left, length - left, out);  // (length == left: the initial position)
 }
 
 void MatcherCore::write(const TokenRow* row, uint32_t* out, int64_t num_words) const {
@@ -375,8 +562,14 @@ void MatcherCore::fill(uint32_t* out, int64_t num_words) {
 
 bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
   if (!terminated_ && !mask_) {
-    mask_ = constraint_->cached_mask(stack_.data() + starts_.back(), num_configurations());
-    if (!mask_) return false;
+    if (in_prefix()) {
+      const size_t offset = static_cast<size_t>(stack_[starts_.back()].lexer);
+      if (offset >= prefix_masks_.size() || !prefix_masks_[offset]) return false;
+      mask_ = prefix_masks_[offset];
+    } else {
+      mask_ = constraint_->cached_mask(stack_.data() + starts_.back(), num_configurations());
+      if (!mask_) return false;
+    }
   }
   write(terminated_ ? nullptr : mask_.get(), out, num_words);
   return true;
@@ -385,6 +578,7 @@ bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
 bool MatcherCore::is_accepting() {
   if (terminated_) return true;
   if (mask_) return mask_->accepting;
+  if (in_prefix()) return false;
   return constraint_->accepting(stack_.data() + starts_.back(), num_configurations());
 }
 
@@ -395,7 +589,7 @@ ConsumeStatus MatcherCore::consume(int32_t token) {
   // an EOS id a special terminal spells too: the parser first, else the end of the output
   const bool eos = constraint_->is_eos(token);
   if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return eos ? end_output() : kRefused;
-  constraint_->advance(stack_.data() + starts_.back(), num_configurations(), token, scratch_);
+  advance_at(stack_.data() + starts_.back(), num_configurations(), token, scratch_);
   if (scratch_.empty()) return eos ? end_output() : kRefused;
   starts_.push_back(static_cast<uint32_t>(stack_.size()));
   stack_.insert(stack_.end(), scratch_.begin(), scratch_.end());
@@ -412,6 +606,7 @@ ConsumeStatus MatcherCore::end_output() {
 int32_t MatcherCore::consume_if_cached(int32_t token) {
   if (token < 0 || token >= constraint_->vocab_size()) return kOutOfRange;
   if (terminated_) return kRefused;
+  if (in_prefix()) return -1;  // (consume() computes prefix masks and advances)
   if (!mask_) mask_ = constraint_->cached_mask(stack_.data() + starts_.back(), num_configurations());
   if (constraint_->ends_output(token)) {
     if (!mask_) return -1;
@@ -454,6 +649,76 @@ int32_t MatcherCore::rollback(int32_t n) {
     ++undone;
   }
   return undone;
+}
+
+// ------------------------------------------------------------------------------ forced steps
+
+std::vector<int32_t> MatcherCore::forced_tokens(int64_t max_tokens) {
+  std::vector<int32_t> out;
+  if (terminated_ || max_tokens <= 0) return out;
+  const size_t depth = starts_.size();
+  const size_t here_size = num_configurations();
+  const Configuration* here = stack_.data() + starts_.back();
+  // the last run, where the current position is one of its positions
+  if (depth >= forced_depth_ && depth - forced_depth_ + 1 < forced_starts_.size()) {
+    const size_t k = depth - forced_depth_;
+    const Configuration* first = forced_positions_.data() + forced_starts_[k];
+    if (forced_starts_[k + 1] - forced_starts_[k] == here_size && std::equal(here, here + here_size, first)) {
+      const size_t left = forced_.size() - k;
+      if (forced_complete_ || left >= static_cast<size_t>(max_tokens)) {
+        const size_t take = std::min(left, static_cast<size_t>(max_tokens));
+        return std::vector<int32_t>(forced_.begin() + static_cast<std::ptrdiff_t>(k),
+                                    forced_.begin() + static_cast<std::ptrdiff_t>(k + take));
+      }
+    }
+  }
+  forced_.clear();
+  forced_positions_.assign(here, here + here_size);
+  forced_starts_.assign({0u, static_cast<uint32_t>(here_size)});
+  forced_depth_ = depth;
+  forced_complete_ = false;
+  try {
+    std::vector<Configuration> position(here, here + here_size), next;
+    MaskPtr mask = current_mask();
+    while (true) {
+      if (forced_.size() >= static_cast<size_t>(max_tokens)) break;
+      forced_complete_ = true;
+      if (mask->accepting) break;
+      const int32_t token = only_token(*mask);
+      if (token < 0 || constraint_->is_eos(token)) break;
+      forced_complete_ = false;
+      advance_at(position.data(), position.size(), token, next);
+      if (next.empty()) throw std::logic_error("forced_tokens: a token in the mask led nowhere");
+      forced_.push_back(token);
+      position.swap(next);
+      forced_positions_.insert(forced_positions_.end(), position.begin(), position.end());
+      forced_starts_.push_back(static_cast<uint32_t>(forced_positions_.size()));
+      mask = mask_at(position.data(), position.size());
+    }
+  } catch (...) {
+    forced_.clear();
+    forced_starts_.clear();
+    throw;
+  }
+  return forced_;
+}
+
+std::vector<uint8_t> MatcherCore::forced_bytes(int64_t max_bytes) {
+  std::vector<uint8_t> out;
+  if (terminated_ || max_bytes <= 0) return out;
+  const Configuration* here = stack_.data() + starts_.back();
+  if (here->parser != kPrefixPhase) {
+    constraint_->forced_bytes(here, num_configurations(), max_bytes, out);
+    return out;
+  }
+  // the rest of the prefix, then what the initial position forces
+  const size_t offset = static_cast<size_t>(here->lexer);
+  const size_t take = std::min(prefix_->size() - offset, static_cast<size_t>(max_bytes));
+  out.assign(prefix_->begin() + static_cast<std::ptrdiff_t>(offset),
+             prefix_->begin() + static_cast<std::ptrdiff_t>(offset + take));
+  const Configuration initial = constraint_->initial();
+  constraint_->forced_bytes(&initial, 1, max_bytes - static_cast<int64_t>(take), out);
+  return out;
 }
 
 }  // namespace tokamata

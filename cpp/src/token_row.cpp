@@ -45,11 +45,13 @@ void LazyDfa::set_entries(int32_t state, int32_t first, int32_t last, int32_t ta
 }
 
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
-               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes, const uint32_t* node_map) {
+               std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes, const uint32_t* node_map,
+               uint32_t root) {
   // Seed 001's non-recursive walk. The stack holds the state and DFA row of each open trie
   // level; a transition is computed only when the walk takes it.
   const TrieNode* nodes = trie.nodes().data();
-  const size_t n = trie.nodes().size();
+  // (below a root, the last node's pops may take `top` under 0: the loop ends there)
+  const size_t n = root + nodes[root].subtree_size;
   const int32_t* token_ids = trie.token_ids().data();
   const uint8_t* class_map = dfa.class_map();
   uint32_t* bits = row.bits.data();
@@ -59,7 +61,7 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
   int32_t top = 0;
   states[0] = state;
   rows[0] = dfa.row_ptr(state);
-  size_t p = 1;
+  size_t p = root + 1;
   int32_t allowed = 0;
   while (p < n) {
     const TrieNode& node = nodes[p];

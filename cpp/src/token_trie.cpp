@@ -94,6 +94,18 @@ TokenTrie::TokenTrie(const uint8_t* token_bytes, const int64_t* offsets, const u
   }
 }
 
+int64_t TokenTrie::find(const uint8_t* data, int64_t length, size_t from) const {
+  size_t p = from;
+  for (int64_t i = 0; i < length; ++i) {
+    const size_t end = p + nodes_[p].subtree_size;
+    size_t child = p + 1;
+    while (child < end && nodes_[child].byte < data[i]) child += nodes_[child].subtree_size;  // sorted by byte
+    if (child >= end || nodes_[child].byte != data[i]) return -1;
+    p = child;
+  }
+  return static_cast<int64_t>(p);
+}
+
 void TokenTrie::drop_token_bytes() {
   std::vector<uint8_t>().swap(bytes_);
   std::vector<int64_t>().swap(offsets_);

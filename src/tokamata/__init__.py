@@ -22,6 +22,7 @@ from .compile import (compile_choice, compile_gbnf, compile_grammar, compile_gra
 from .constraint import Constraint
 from .constraint_cache import ConstraintCache
 from .integrations.apply import apply_bitmask
+from .healing import heal
 from .errors import (InvalidArgument, InvalidSyntax, LimitExceeded, SchemaError, TokamataError,
                      Unsupported, VocabularyError)
 from .limits import Limits
@@ -34,5 +35,5 @@ __all__ = [
     "Constraint", "ConstraintCache", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
     "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir", "compile_choice",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
-    "InvalidArgument",
+    "InvalidArgument", "heal",
 ]

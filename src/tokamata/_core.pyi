@@ -21,6 +21,8 @@ class TokenTrie:
     def max_depth(self) -> int: ...
     def arrays(self) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
         """(byte, token_begin, token_count, subtree_size, num_parents, token_ids) per node."""
+    def has_longer_token(self, prefix: bytes) -> bool:
+        """Some token begins with ``prefix`` and is longer (token healing)."""
 
 class TokenSlices:
     """A trie's tokens split into slices (by a prefix-closed byte automaton, then by length)
@@ -168,7 +170,8 @@ class MatcherCore:
     """One sequence's position in a ConstraintCore, with its history; every method that may
     compute runs without the GIL."""
 
-    def __init__(self, constraint: ConstraintCore) -> None: ...
+    def __init__(self, constraint: ConstraintCore, prefix: bytes = b"") -> None:
+        """``prefix``: bytes the output must begin with (a prefix phase; token healing)."""
     def fill_bitmask(self, bitmask: Any, index: int) -> None: ...
     def consume(self, token: int) -> int:
         """0 accepted, 1 refused, 2 id out of range."""
@@ -184,6 +187,10 @@ class MatcherCore:
     def position(self) -> list[tuple[int, int, bool]]:
         """The current configurations (parser, lexer, fresh)."""
     def copy(self) -> MatcherCore: ...
+    def forced_tokens(self, max_tokens: int) -> list[int]:
+        """At most ``max_tokens`` tokens, each the only one allowed at its step (no EOS)."""
+    def forced_bytes(self, max_bytes: int) -> bytes:
+        """At most ``max_bytes`` bytes every continuation of the output begins with."""
     def allowed_tokens(self) -> list[int]: ...
 
 def fill_bitmasks(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32],

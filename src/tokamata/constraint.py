@@ -207,11 +207,27 @@ class Constraint:
         """``"regular"`` (one lexer state per position) or ``"earley"`` (lexer x parser)."""
         return _STRATEGIES[self._core.strategy]
 
-    def matcher(self) -> "Matcher":
-        """A fresh matcher at the start of the output."""
+    def matcher(self, prefix: bytes = b"") -> "Matcher":
+        """A fresh matcher at the start of the output.
+
+        With ``prefix`` (token healing, :func:`tokamata.heal`), the output must begin with
+        exactly those bytes and then continue with a sentence of the constraint; a token may
+        span the junction (``b"://"`` after the prefix ``b":"``). The constraint is not
+        recompiled: the prefix belongs to the matcher (and its copies).
+
+        >>> import tokamata
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b":", b"//", b"://", b"x", None], eos_token_ids=[4])
+        >>> m = tokamata.compile_regex("//x", vocab).matcher(prefix=b":")
+        >>> m.allowed_tokens().tolist(), m.consume(2), m.allowed_tokens().tolist()
+        ([0, 2], True, [3])
+        """
         from .matcher import Matcher
 
-        return Matcher(self, _core.MatcherCore(self._core))
+        if not isinstance(prefix, (bytes, bytearray)):
+            hint = " (encode it: prefix=text.encode())" if isinstance(prefix, str) else ""
+            raise InvalidArgument(f"prefix must be bytes, got {type(prefix).__name__}{hint}")
+        prefix = bytes(prefix)
+        return Matcher(self, _core.MatcherCore(self._core, prefix), prefix)
 
     def report(self) -> list[str]:
         """The approximations this constraint makes, one line each (empty: exact)."""

@@ -57,6 +57,10 @@ class Limits:
     max_parser_states: int = 1_000_000
     #: simultaneous (parser, lexer) configurations one matcher tracks (lexing ambiguity)
     max_lexer_configurations: int = 1_000
+    #: tokens ``Matcher.forced_tokens`` and bytes ``Matcher.forced_bytes`` return at most: a
+    #: longer forced run (``a(aa)*`` over the one token ``aa`` never ends) is cut there, and
+    #: the next call, after consuming, goes on
+    max_forced_length: int = 4_096
     # vocabulary readers
     #: token ids a vocabulary may have (its largest id plus one, and its ``size``), checked
     #: before anything of that length is allocated

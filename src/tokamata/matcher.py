@@ -17,6 +17,12 @@ Invariants:
   what it consumed (nothing or all it reports). A token id is an ``int`` or an integer
   scalar (numpy integer, 0-d integer array or tensor); a float, even an integral one, or a
   bool is refused, never truncated.
+- A matcher made with ``prefix`` (token healing) sets, until the output holds all of it, the
+  tokens whose bytes are a prefix of the rest of it or begin with all of it and go on into a
+  sentence; never EOS or special tokens. Everything above holds across that junction.
+- ``forced_tokens`` and ``forced_bytes`` change nothing (but caches), run without the GIL and
+  return at most ``Limits.max_forced_length`` items: the run of only-allowed tokens (no EOS),
+  and the bytes every continuation of the output begins with.
 """
 
 from __future__ import annotations
@@ -43,11 +49,13 @@ class Matcher:
             m.consume(token)
     """
 
-    __slots__ = ("constraint", "_core")
+    __slots__ = ("constraint", "_core", "prefix")
 
-    def __init__(self, constraint, core):
+    def __init__(self, constraint, core, prefix: bytes = b""):
         self.constraint = constraint
         self._core = core
+        #: the bytes the output must begin with (``Constraint.matcher(prefix=...)``)
+        self.prefix = prefix
 
     def fill_bitmask(self, bitmask, index: int = 0) -> None:
         """Write the allowed next tokens into row ``index`` of an int32 ``[B, ceil(V/32)]``
@@ -116,7 +124,47 @@ class Matcher:
     def copy(self) -> "Matcher":
         """An independent matcher at the same position with the same history (what
         ``copy.copy`` and ``copy.deepcopy`` give too; the constraint is shared, immutable)."""
-        return Matcher(self.constraint, self._core.copy())
+        return Matcher(self.constraint, self._core.copy(), self.prefix)
+
+    def forced_tokens(self, max_tokens: int | None = None) -> list[int]:
+        """The tokens forced from here: the run of tokens each of which is the only token
+        allowed at its step. EOS is never part of it: a step where EOS is allowed (or is the
+        only token), or where nothing is, ends the run. Nothing changes (consume the run with
+        :meth:`consume_many` to skip those model calls). At most ``max_tokens`` tokens, and at
+        most ``Limits.max_forced_length``.
+
+        >>> import tokamata
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b"ab", b"c", b"abc", None], eos_token_ids=[3])
+        >>> m = tokamata.compile_regex("(abc)+", vocab).matcher()
+        >>> m.forced_tokens()       # "ab" then "c" or "abc": two tokens allowed at the start
+        []
+        >>> m.consume(0), m.forced_tokens()
+        (True, [1])
+        """
+        return self._core.forced_tokens(self._bound(max_tokens, "max_tokens"))
+
+    def forced_bytes(self, max_bytes: int | None = None) -> bytes:
+        """The bytes every allowed continuation of the output begins with, whatever its
+        tokenization: empty when the output may end here, when a special token may come
+        next, or when two different next bytes are possible. Nothing changes. At most
+        ``max_bytes`` bytes, and at most ``Limits.max_forced_length``.
+
+        >>> import tokamata
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b"x", b" ", b"=", b"1", b"2", None], eos_token_ids=[5])
+        >>> m = tokamata.compile_grammar('start: "x = " ("1" | "2")', vocab).matcher()
+        >>> m.forced_bytes(), m.forced_tokens()
+        (b'x = ', [0, 1, 2, 1])
+        """
+        return self._core.forced_bytes(self._bound(max_bytes, "max_bytes"))
+
+    def _bound(self, value: int | None, name: str) -> int:
+        """``value`` (None: the limit) capped at ``Limits.max_forced_length``, or InvalidArgument."""
+        bound = self.constraint.limits.max_forced_length
+        if value is None:
+            return bound
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InvalidArgument(f"{name} must be a non-negative int or None, got {value!r}")
+        return min(int(value), bound)
 
     def __copy__(self) -> "Matcher":
         return self.copy()

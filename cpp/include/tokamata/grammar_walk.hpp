@@ -114,6 +114,10 @@ class GrammarCore {
   // ORs the crossing tokens of configuration (parser, state) into bits; returns the number of
   // boundaries resolved (for tests and benchmarks).
   int64_t crossing(int32_t parser, int32_t state, uint32_t* bits);
+  // ORs into bits the tokens strictly below trie node `node` that some configuration of
+  // `configs` (the lexer states after the node's path) keeps alive, crossing boundaries as
+  // crossing() does (a token healing prefix ends at `node`); returns the same count.
+  int64_t below(uint32_t node, const std::vector<Config>& configs, uint32_t* bits);
   size_t num_event_lists() const;
   // The three below: the caller holds lexer().compute_mutex().
   // Terminals that may end at lexer state `state` (cached).
@@ -145,6 +149,8 @@ class GrammarCore {
  private:
   const std::vector<BoundaryEvent>& events_locked(int32_t state);
   using Targets = std::function<const std::vector<Config>&(int32_t, int32_t)>;
+  // Runs one walk (crossing, below) under the compute mutex with a fresh boundary memo.
+  int64_t with_targets(const std::function<void(const Targets&)>& walk);
   const EventIndex& index_locked(int32_t state);
   const SubtreeData* subtree_data(uint32_t node, int32_t state);
   EventIndex build_index(const std::vector<BoundaryEvent>& events) const;

@@ -37,6 +37,26 @@
 // - After EOS is consumed the matcher is terminated: only EOS ids are set when filling and
 //   only rollback changes it. history holds every position since the start, so rollback(n)
 //   restores exactly the position n tokens ago (EOS counts as a token).
+// - A matcher made with a prefix (token healing) starts in a prefix phase: its output must
+//   begin with exactly those bytes, then continue with a sentence. A prefix position is the
+//   one configuration {kPrefixPhase, offset, 0} (offset: prefix bytes output so far, less
+//   than the prefix's length); its mask (computed per matcher, never in the constraint's
+//   caches) is the tokens whose bytes are a prefix of the rest of the prefix, plus those
+//   that begin with all of it and whose remaining bytes lead the initial position on (a
+//   walk below the rest's trie node: walk_trie for kRegular, GrammarCore::below for
+//   kEarley); never EOS or special tokens. A token that ends exactly at the end of the
+//   prefix leads to the initial position; one that crosses it, to the initial position
+//   advanced by its remaining bytes. So tokens may span the junction, and consume, rollback,
+//   copy and fills work across it.
+// - forced_tokens: the run of tokens each of which is the only token set at its step (not
+//   EOS: a step that accepts, or whose only token is an EOS id, or that has none, ends it),
+//   walked on scratch positions through the same masks and advances. forced_bytes: the
+//   bytes every continuation of the output begins with: from a position that neither
+//   accepts nor allows a special token, the one byte that some configuration's lexer
+//   (after a boundary too) can take without dying, again and again. Every configuration of
+//   a position can reach a sentence (terminals are non-empty, dead rules are dropped, the
+//   Earley sets have the prefix property), so a position is live iff it is non-empty and
+//   this is exact. Both stop at the caller's bound and change nothing.
 // - Every method that may compute (mask, accepting, advance, fill, consume) must be called
 //   without the Python GIL: computing takes the lexer's compute mutex and may call back into
 //   Python (new lexer start states), which takes the GIL.
@@ -73,6 +93,12 @@ struct Configuration {
 };
 
 enum ConsumeStatus : int32_t { kAccepted = 0, kRefused = 1, kOutOfRange = 2 };
+
+// The parser field of a prefix-phase position (its lexer field is the prefix offset).
+constexpr int32_t kPrefixPhase = -1;
+// next_byte(): no byte, several bytes.
+constexpr int32_t kNoByte = -1;
+constexpr int32_t kSeveralBytes = -2;
 
 using MaskPtr = std::shared_ptr<const TokenRow>;
 
@@ -115,6 +141,22 @@ class ConstraintCore {
   // calls back into Python or waits for a lock held across a callback: may run with the GIL.
   bool advance_if_built(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
 
+  // The position after the bytes data[0, length): advance() for text that is not one
+  // token's (sorted, unique; empty: refused). Without the GIL.
+  void advance_bytes(const Configuration* position, size_t size, const uint8_t* data, int64_t length,
+                     std::vector<Configuration>& out);
+  // The mask of a prefix position whose output must still begin with rest[0, length)
+  // (length > 0); not cached here. Without the GIL.
+  MaskPtr prefix_mask(const uint8_t* rest, int64_t length);
+  // Whether a special token may come next at the position. Without the GIL.
+  bool special_allowed(const Configuration* position, size_t size);
+  // The one byte the output can continue with, kNoByte or kSeveralBytes (special tokens and
+  // the end of the output not counted). Without the GIL.
+  int32_t next_byte(const Configuration* position, size_t size);
+  // Appends to `out` the bytes every continuation from the position begins with, up to
+  // `max_bytes` of them. Without the GIL.
+  void forced_bytes(const Configuration* position, size_t size, int64_t max_bytes, std::vector<uint8_t>& out);
+
   size_t num_cached_masks() const;
 
  private:
@@ -141,7 +183,8 @@ class ConstraintCore {
   // One mechanism for both advances: kBuiltOnly reads what exists and returns false at the
   // first thing that would have to be computed. The caller holds the lexer's compute mutex.
   template <bool kBuiltOnly>
-  bool advance_text(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
+  bool advance_text(const Configuration* position, size_t size, const uint8_t* data, int64_t length,
+                    std::vector<Configuration>& out);
   void remember(const Configuration& c, MaskPtr mask);
   void remember(std::vector<Configuration> position, MaskPtr mask);
 
@@ -164,11 +207,14 @@ class ConstraintCore {
   std::unordered_map<std::vector<Configuration>, MaskPtr, PositionHash> positions_;
   std::deque<std::vector<Configuration>> position_order_;
   std::unordered_map<Configuration, bool, ConfigurationHash> accepting_;
+  // the lexer's byte classes: bytes in each, and the first one
+  std::vector<int32_t> class_size_, class_byte_;
 };
 
 class MatcherCore {
  public:
-  explicit MatcherCore(std::shared_ptr<ConstraintCore> constraint);
+  // `prefix`: bytes the output must begin with (token healing; empty: none).
+  explicit MatcherCore(std::shared_ptr<ConstraintCore> constraint, std::vector<uint8_t> prefix = {});
 
   // Writes the allowed tokens into out[0, num_words) (bits past the vocabulary cleared).
   void fill(uint32_t* out, int64_t num_words);
@@ -191,9 +237,20 @@ class MatcherCore {
   }
   const ConstraintCore& constraint() const { return *constraint_; }
   std::shared_ptr<ConstraintCore> shared_constraint() const { return constraint_; }
+  // At most max_tokens forced tokens from the current position (see above); changes
+  // nothing but caches. Without the GIL.
+  std::vector<int32_t> forced_tokens(int64_t max_tokens);
+  // At most max_bytes forced bytes from the current position. Without the GIL.
+  std::vector<uint8_t> forced_bytes(int64_t max_bytes);
 
  private:
   const MaskPtr& current_mask();
+  // The mask of any position, and the advance from it: prefix positions here, the others in
+  // the constraint.
+  MaskPtr mask_at(const Configuration* position, size_t size);
+  void advance_at(const Configuration* position, size_t size, int32_t token, std::vector<Configuration>& out);
+  void advance_prefix(int32_t offset, int32_t token, std::vector<Configuration>& out);
+  bool in_prefix() const { return stack_[starts_.back()].parser == kPrefixPhase; }
   // Consumes an EOS id as the end of the output: accepted iff the position accepts.
   ConsumeStatus end_output();
   void write(const TokenRow* row, uint32_t* out, int64_t num_words) const;
@@ -204,6 +261,16 @@ class MatcherCore {
   bool terminated_ = false;
   MaskPtr mask_;                      // of the current position, once known
   std::vector<Configuration> scratch_;
+  std::shared_ptr<const std::vector<uint8_t>> prefix_;  // null: no prefix phase
+  std::vector<MaskPtr> prefix_masks_;                   // by prefix offset, once computed
+  // the last forced run: its tokens, the positions before each and after the last
+  // (forced_positions_[forced_starts_[i], forced_starts_[i + 1])), from depth forced_depth_
+  // (starts_.size() then); complete unless cut by a bound
+  std::vector<int32_t> forced_;
+  std::vector<Configuration> forced_positions_;
+  std::vector<uint32_t> forced_starts_;
+  size_t forced_depth_ = 0;
+  bool forced_complete_ = false;
 };
 
 }  // namespace tokamata

@@ -230,9 +230,10 @@ class RegexCore {
 // `accepting_nodes` is given, it also receives (node, state) for every live node with children
 // whose state accepts (a grammar's lexeme boundaries inside tokens), in DFS order, as
 // node_map[node] when a node map is given (a sub-trie's nodes as the full trie's). Bits are
-// ORed into row.bits and the allowed tokens added to row.num_allowed.
+// ORed into row.bits and the allowed tokens added to row.num_allowed. With `root`, only the
+// tokens strictly below that node are walked, `state` being the state after its path.
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
                std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes = nullptr,
-               const uint32_t* node_map = nullptr);
+               const uint32_t* node_map = nullptr, uint32_t root = 0);
 
 }  // namespace tokamata

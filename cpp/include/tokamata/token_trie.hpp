@@ -44,6 +44,10 @@ class TokenTrie {
   // The bytes of the path to node p: the first node_depth(p) bytes of node_token(p).
   int32_t node_token(size_t p) const { return node_token_[p]; }
   int32_t node_depth(size_t p) const { return node_depth_[p]; }
+  // The node whose path is node `from`'s path then data[0, length) (`from` itself for
+  // length 0), or -1 when no token starts with those bytes. Walks one path: at most 256
+  // children per byte.
+  int64_t find(const uint8_t* data, int64_t length, size_t from = 0) const;
   // The constructor's inputs, for building tries over subsets of the same tokens.
   const uint8_t* bytes_data() const { return bytes_.data(); }
   const int64_t* offsets_data() const { return offsets_.data(); }
