@@ -414,7 +414,7 @@ MaskPtr ConstraintCore::prefix_mask(const uint8_t* rest, int64_t length) {
 // ------------------------------------------------------------------------------ forced bytes
 
 bool ConstraintCore::special_allowed(const Configuration* position, size_t size) {
-  if (!grammar_ || special_tokens_.empty()) return false;
+  if (!grammar_ || token_sets_.empty()) return false;
   std::vector<int32_t> parsers, all;
   {
     std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
@@ -425,7 +425,7 @@ bool ConstraintCore::special_allowed(const Configuration* position, size_t size)
   }
   for (int32_t p : all) {
     for (int32_t t : grammar_->parser().allowed(p)) {
-      if (special_terminal_[t]) return true;
+      if (set_of_terminal_[t] >= 0) return true;
     }
   }
   return false;

@@ -148,7 +148,8 @@ class ConstraintCore {
   // The mask of a prefix position whose output must still begin with rest[0, length)
   // (length > 0); not cached here. Without the GIL.
   MaskPtr prefix_mask(const uint8_t* rest, int64_t length);
-  // Whether a special token may come next at the position. Without the GIL.
+  // Whether a token-set terminal (a special token, a token wildcard) may come next at the
+  // position. Without the GIL.
   bool special_allowed(const Configuration* position, size_t size);
   // The one byte the output can continue with, kNoByte or kSeveralBytes (special tokens and
   // the end of the output not counted). Without the GIL.

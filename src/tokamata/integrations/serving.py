@@ -101,43 +101,8 @@ def vocabulary_from_tokenizer(tokenizer, vocab_size: int) -> Vocabulary:
 def forced_bytes(matcher: Matcher, max_bytes: int = 256) -> bytes:
     """The bytes every completion of the output must continue with (empty when the next
     bytes are not determined or the output may end here), at most ``max_bytes``; the
-    matcher is not moved. Walks a copy while the allowed tokens share a prefix that one of
-    them spells exactly. (To be replaced by the Matcher's own forced bytes when it has them.)"""
-    vocab = matcher.constraint.vocab
-    tokens = vocab.token_bytes
-    walker = matcher.copy()
-    out = bytearray()
-    while len(out) < max_bytes and not walker.is_accepting():
-        allowed = walker.allowed_tokens().tolist()
-        if not allowed:
-            break
-        prefix = _common_prefix(tokens, allowed)
-        exact = next((t for t in allowed if tokens[t] == prefix), None) if prefix else None
-        if exact is None:
-            break
-        out += prefix
-        if not walker.consume(exact):  # (cannot happen: it is allowed)
-            break
-    return bytes(out[:max_bytes])
-
-
-def _common_prefix(tokens, allowed: list[int]) -> bytes:
-    first = tokens[allowed[0]]
-    if first is None:
-        return b""
-    end = len(first)
-    for t in allowed[1:]:
-        other = tokens[t]
-        if other is None:
-            return b""
-        end = min(end, len(other))
-        i = 0
-        while i < end and first[i] == other[i]:
-            i += 1
-        end = i
-        if end == 0:
-            return b""
-    return first[:end]
+    matcher is not moved (:meth:`tokamata.Matcher.forced_bytes`)."""
+    return matcher.forced_bytes(max_bytes)
 
 
 class RequestMatcher:

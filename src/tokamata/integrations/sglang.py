@@ -18,7 +18,7 @@ Invariants:
   unset bits to ``-inf`` on any device.
 - Jump-forward is string-based, as for SGLang's XGrammar backend: ``try_jump_forward``
   returns ``([], text)`` with the text every completion must continue with (the longest
-  valid UTF-8 prefix of :func:`~tokamata.integrations.serving.forced_bytes`), SGLang appends
+  valid UTF-8 prefix of :meth:`tokamata.Matcher.forced_bytes`), SGLang appends
   and re-tokenizes it, and ``jump_and_retokenize`` rolls back to the common prefix of the
   old and new ids and accepts the new ones.
 - Compile errors become SGLang's ``InvalidGrammarObject`` with the error's text (an HTTP 400
