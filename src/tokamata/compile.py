@@ -42,7 +42,7 @@ from .syntax.regex_lower import regex_grammar
 Characters = Union[str, Iterable[str], None]
 
 __all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
-           "compile_grammar_ir", "compile_choice", "clear_caches", "recipe", "build"]
+           "compile_grammar_ir", "compile_choice", "compile_type", "dumps", "clear_caches", "recipe", "build"]
 
 
 def _check_vocab(vocab) -> None:
@@ -406,3 +406,104 @@ _DOORS: dict[str, Callable[..., Constraint]] = {
     "regex": compile_regex, "grammar": compile_grammar, "gbnf": compile_gbnf, "json": compile_json,
     "json_schema": compile_json_schema, "choice": compile_choice}
 register_builder(build)
+
+
+_SYNTAXES = ("json", "python")
+
+
+def _syntax(syntax) -> str:
+    if syntax not in _SYNTAXES:
+        raise InvalidArgument(f"syntax must be one of {_SYNTAXES}, got {syntax!r:.40}")
+    return syntax
+
+
+def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "compact",
+                 approximate=frozenset(), indent: int = 2, max_whitespace: int = 20,
+                 limits: Limits | None = None, characters: Characters = None) -> Constraint:
+    """Compile a Python type (a dataclass, a pydantic model, a ``TypedDict``, a
+    ``NamedTuple``, an enum, a ``Literal``, a union, a container of these, ...: see
+    :mod:`tokamata.syntax.types`): the output must be a value of the type written in
+    ``syntax``, and ``constraint.parse(text)`` returns that value.
+
+    ``syntax="json"``: JSON text valid against the type's JSON Schema (compiled by
+    :func:`compile_json_schema`, every bound exact; ``whitespace``, ``indent`` and
+    ``max_whitespace`` as there). ``syntax="python"``: a Python expression, a constructor
+    call such as ``Point(x=1, y=[2, 3])`` (see :mod:`tokamata.syntax.types.python_grammar`;
+    ``whitespace="compact"`` only: ``", "`` after commas and ``": "`` after dict keys, no
+    other space). Anything the syntax cannot bound exactly raises :class:`Unsupported`
+    unless its name is in ``approximate`` (``"uniqueItems"``: sets may repeat an item).
+    Errors about the type say where in it (``path``, as ``Order.items[].sku``).
+    ``characters`` filters as for every compile function. The constraint has no recipe (a
+    type is not data), so it does not pickle; compile the type again in the other process.
+    :func:`dumps` writes a value as text this constraint accepts.
+
+    >>> import dataclasses, tokamata
+    >>> @dataclasses.dataclass
+    ... class Point:
+    ...     x: int
+    ...     y: list[int]
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(128)] + [None],
+    ...                                              eos_token_ids=[128])
+    >>> c = tokamata.compile_type(Point, vocab)
+    >>> tokamata.dumps(Point(1, [2, 3]), Point)
+    '{"x":1,"y":[2,3]}'
+    >>> c.parse('{"x":1,"y":[2,3]}')
+    Point(x=1, y=[2, 3])
+    >>> m = c.matcher()
+    >>> m.consume_many(list(b'{"x":1,"y":[2,3]}')), m.is_accepting()
+    (True, True)
+    """
+    from .syntax.types import describe, parse_json, to_schema
+
+    limits = _limits(limits)
+    syntax = _syntax(syntax)
+    approximate = _approximate(approximate)
+    _check_vocab(vocab)
+    allowed = _characters(characters)
+    with compile_deadline(limits):
+        node = describe(tp, limits)
+        if syntax == "python":
+            from .syntax.types.python_grammar import python_grammar
+            from .syntax.types.python_text import parse_python
+
+            if whitespace != "compact":
+                raise InvalidArgument(f'syntax="python" takes whitespace="compact" only, got {whitespace!r:.40}')
+            grammar = python_grammar(node, limits, approximate)
+            return _constraint(grammar, vocab, limits, f"type {node.path} (Python)", allowed, source=node.path,
+                               value_parser=lambda text: parse_python(text, node, limits))
+        from .syntax.json_schema import schema_to_grammar
+
+        pydantic = _has_pydantic(node)
+        grammar, report = schema_to_grammar(to_schema(node), limits, whitespace=whitespace, strict=pydantic,
+                                            approximate=approximate, indent=indent, max_whitespace=max_whitespace)
+        return _constraint(grammar, vocab, limits, f"type {node.path} (JSON)", allowed, approximations=tuple(report),
+                           source=node.path, value_parser=lambda text: parse_json(text, node))
+
+
+def _has_pydantic(node) -> bool:
+    from .syntax.types.model import Record, walk_nodes
+
+    return any(isinstance(r, Record) and r.kind == "pydantic" for r in walk_nodes(node))
+
+
+def dumps(value: Any, tp: Any, *, syntax: str = "json", whitespace: str = "compact", indent: int = 2,
+          limits: Limits | None = None) -> str:
+    """``value`` (a value of the type ``tp``) as text that ``compile_type(tp, vocab,
+    syntax=syntax, whitespace=whitespace)`` accepts and parses back to ``value``
+    (``whitespace="pretty"``: JSON indented by ``indent``). Raises :class:`InvalidArgument`
+    for a value it cannot write (not of the type, a non-finite number), with ``path``.
+
+    >>> import tokamata
+    >>> from typing import Literal
+    >>> tokamata.dumps((1, "a"), tuple[int, Literal["a", "b"]], syntax="python")
+    "(1, 'a')"
+    """
+    from .syntax.types import describe, dump_json
+
+    limits = _limits(limits)
+    node = describe(tp, limits)
+    if _syntax(syntax) == "python":
+        from .syntax.types.python_text import dump_python
+
+        return dump_python(value, node)
+    return dump_json(value, node, indent if whitespace == "pretty" else None)

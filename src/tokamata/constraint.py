@@ -116,7 +116,7 @@ class Constraint:
 
     def __init__(self, grammar: Grammar, vocab, limits: Limits, description: str, *,
                  approximations: tuple = (), source: str | None = None, filters: tuple = (),
-                 recipe: Recipe | None = None):
+                 recipe: Recipe | None = None, value_parser: Callable[[str | bytes], Any] | None = None):
         self.grammar = grammar
         #: how a front door made this constraint (None for grammar IR): what pickling sends
         self.recipe = recipe
@@ -129,6 +129,10 @@ class Constraint:
         self.approximations = tuple(approximations)
         #: the filters composed into the grammar, as the caller spelled them ("characters='[a-z ]'")
         self.filters = tuple(filters)
+        #: text of the language -> the value it spells (set by :func:`tokamata.compile_type`:
+        #: an instance of the type); ``None`` for constraints of other front doors. See
+        #: :meth:`parse`.
+        self.value_parser = value_parser
         self.vocab_size = int(vocab.size)  #: logit columns (ids past the tokenizer's are padding)
         self.lexer = Lexer(grammar, limits)
         eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)
@@ -228,6 +232,17 @@ class Constraint:
             raise InvalidArgument(f"prefix must be bytes, got {type(prefix).__name__}{hint}")
         prefix = bytes(prefix)
         return Matcher(self, _core.MatcherCore(self._core, prefix), prefix)
+
+    def parse(self, text: str | bytes) -> Any:
+        """The value ``text`` (a full output of this constraint) spells: for a constraint
+        from :func:`tokamata.compile_type`, an instance of its type. Raises
+        :class:`~tokamata.ParseError` (with ``span`` and ``path``) on text outside the
+        language, :class:`~tokamata.InvalidArgument` for a constraint without a
+        ``value_parser``."""
+        if self.value_parser is None:
+            raise InvalidArgument(f"this constraint ({self.description}) has no value parser: parse() is "
+                                  f"for constraints made by tokamata.compile_type")
+        return self.value_parser(text)
 
     def report(self) -> list[str]:
         """The approximations this constraint makes, one line each (empty: exact)."""

@@ -15,6 +15,11 @@ Invariants:
     ``uri#/...`` is inside a document of the registry): the schema whose keyword is at fault,
     or the keyword's value where the value itself is (a ``$ref``, a ``pattern``).
 
+  - ``path``: where in a Python type given to :func:`tokamata.compile_type`, written as
+    ``Order.items[].sku`` (``[]`` an item of a sequence or set, ``[0]`` a position of a fixed
+    tuple, ``{}`` a value of a dict, ``|1`` the second option of a union); for a
+    :class:`ParseError`, where in the value being built.
+
   A schema embedded with ``%json`` in a Lark grammar gives both: ``pointer`` inside the
   schema, and ``line``, ``column`` and ``span`` of the ``%json`` in the grammar ``text``.
 - ``message`` says what is wrong, never where; ``str(error)`` is the message with the place
@@ -39,6 +44,8 @@ __all__ = [
     "LimitExceeded",
     "VocabularyError",
     "InvalidArgument",
+    "InvalidType",
+    "ParseError",
 ]
 
 Span = tuple[int, int]
@@ -49,9 +56,11 @@ class TokamataError(Exception):
     ``line``, ``column``, ``pointer``; see the module docstring)."""
 
     def __init__(self, message: str = "", *, text: str | None = None, span: Span | None = None,
-                 line: int | None = None, column: int | None = None, pointer: str | None = None):
+                 line: int | None = None, column: int | None = None, pointer: str | None = None,
+                 path: str | None = None):
         super().__init__(message)
         self.message = message
+        self.path = path
         self.text = text
         self.span = span
         self.line = line
@@ -63,6 +72,8 @@ class TokamataError(Exception):
         where = ""
         if self.pointer is not None:
             where = f" at {self.pointer or '/'}"
+        if self.path is not None:
+            where += f" in {self.path}"
         place = ""
         if self.line is not None:
             in_json = "in %json at " if self.pointer is not None else ""
@@ -104,11 +115,12 @@ class Unsupported(TokamataError):
     ``keyword`` names it, ``reason`` says why (may be empty)."""
 
     def __init__(self, keyword: str, reason: str = "", *, text: str | None = None, span: Span | None = None,
-                 line: int | None = None, column: int | None = None, pointer: str | None = None):
+                 line: int | None = None, column: int | None = None, pointer: str | None = None,
+                 path: str | None = None):
         self.keyword = keyword
         self.reason = reason
         super().__init__(f"unsupported: {keyword}" + (f": {reason}" if reason else ""), text=text, span=span,
-                         line=line, column=column, pointer=pointer)
+                         line=line, column=column, pointer=pointer, path=path)
 
     @property
     def feature(self) -> str:
@@ -144,3 +156,21 @@ class VocabularyError(TokamataError):
 
 class InvalidArgument(TokamataError, ValueError):
     """An argument is out of range or of the wrong shape or type (token ids, bitmasks)."""
+
+
+class InvalidType(TokamataError):
+    """A Python type given to :func:`tokamata.compile_type` cannot be a constraint although
+    every part of it is supported: a forward reference that does not resolve, a recursive
+    type without a base case (no finite value), bounds that contradict each other
+    (``ge=5, le=1``). ``path`` says where in the type."""
+
+
+class ParseError(TokamataError):
+    """Text given to ``Constraint.parse`` is not in the constraint's language, or does not
+    build a value of its type. ``text`` is the text (decoded), ``span`` the offending
+    characters (also :attr:`location`), ``path`` where in the value, when known."""
+
+    @property
+    def location(self) -> Span | None:
+        """``span``: the half-open character range of ``text`` where parsing failed."""
+        return self.span

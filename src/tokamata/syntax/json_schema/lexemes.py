@@ -29,7 +29,7 @@ from ...automata import derivatives as d
 
 __all__ = ["literal", "json_char", "string_of", "string_literal", "string_literal_then", "string_literals", "ANY_CHAR", "ANY_STRING",
            "NUMBER", "PLAIN_NUMBER", "INTEGER", "INTEGER_DRAFT4", "NULL", "TRUE", "FALSE",
-           "DIGIT", "Layout"]
+           "DIGIT", "Layout", "hex_set"]
 
 
 def literal(text: str | bytes) -> d.Expr:
@@ -74,6 +74,12 @@ def _hex_set(ranges: cs.CharSet, width: int) -> d.Expr:
 
 
 _BACKSLASH_U = literal("\\u")
+
+
+def hex_set(ranges: cs.CharSet, width: int) -> d.Expr:
+    """``width`` hex digits (either case) spelling a value in ``ranges`` (code point sets
+    of other string syntaxes' escapes: ``\\xhh``, ``\\uXXXX``, ``\\UXXXXXXXX``)."""
+    return _hex_set(ranges, width)
 
 
 def _surrogate_pairs(astral: cs.CharSet) -> d.Expr:

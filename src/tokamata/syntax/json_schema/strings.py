@@ -21,15 +21,16 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ...automata import charset as cs
 from ...automata import derivatives as d
 from ...errors import InvalidSyntax, SchemaError, Unsupported
 from ...limits import Limits
 from ...syntax import regex as ast
 from . import lexemes as lx
 
-__all__ = ["lower_json", "char_regex", "pattern_content", "length_content", "ANY_CONTENT", "name_accepts"]
+__all__ = ["lower_json", "lower_chars", "char_regex", "pattern_content", "length_content", "ANY_CONTENT", "name_accepts"]
 
 ANY_CONTENT = d.repeat(lx.ANY_CHAR, 0, d.UNBOUNDED)
 _ECMA_SPACE = ("\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
@@ -40,15 +41,22 @@ _ASCII = "(?a)"  # translated patterns are parsed under it: ASCII \d and \w, as 
 
 def lower_json(node: ast.Node) -> d.Expr:
     """A character-level regex AST as JSON string content (every spelling of every match)."""
+    return lower_chars(node, lx.json_char)
+
+
+def lower_chars(node: ast.Node, char: Callable[[cs.CharSet], d.Expr]) -> d.Expr:
+    """A character-level regex AST with each character set spelled by ``char`` (a string
+    syntax's spellings of a code point set: :func:`lexemes.json_char` for JSON; a prefix
+    code, so the result is closed under spelling as :func:`lower_json`'s is)."""
     if isinstance(node, ast.Chars):
-        return lx.json_char(node.charset)
+        return char(node.charset)
     if isinstance(node, ast.Concat):
-        return d.concat_all(lower_json(item) for item in node.items)
+        return d.concat_all(lower_chars(item, char) for item in node.items)
     if isinstance(node, ast.Alternation):
-        return d.alternation(*(lower_json(option) for option in node.options))
+        return d.alternation(*(lower_chars(option, char) for option in node.options))
     if isinstance(node, ast.Repeat):
         high = d.UNBOUNDED if node.high == ast.UNBOUNDED else node.high
-        return d.repeat(lower_json(node.item), node.low, high)
+        return d.repeat(lower_chars(node.item, char), node.low, high)
     raise TypeError(f"not a regex AST node: {node!r}")  # pragma: no cover
 
 
@@ -62,8 +70,10 @@ def length_content(low: int, high: int | None) -> d.Expr:
     return d.repeat(lx.ANY_CHAR, low, d.UNBOUNDED if high is None else high)
 
 
-def pattern_content(pattern: str, keyword: str, pointer: str, limits: Limits) -> d.Expr:
-    """Contents in which the ECMA-262 ``pattern`` finds a match (JSON Schema semantics).
+def pattern_content(pattern: str, keyword: str, pointer: str | None, limits: Limits,
+                    char: Callable[[cs.CharSet], d.Expr] | None = None) -> d.Expr:
+    """Contents in which the ECMA-262 ``pattern`` finds a match (JSON Schema semantics),
+    spelled by ``char`` (default :func:`lexemes.json_char`: JSON string content).
 
     ``keyword`` (``pattern`` or ``patternProperties``) and ``pointer`` say where the pattern
     is, for errors; their ``text`` is the pattern and their ``span`` the offending characters.
@@ -81,11 +91,12 @@ def pattern_content(pattern: str, keyword: str, pointer: str, limits: Limits) ->
                 raise Unsupported(keyword, error.keyword, text=pattern, span=span, pointer=pointer) from None
             raise SchemaError(f"invalid {keyword}: {error.message}", text=pattern, span=span,
                               pointer=pointer) from None
-        expr = lower_json(node)
+        expr = lower_json(node) if char is None else lower_chars(node, char)
+        anything = ANY_CONTENT if char is None else d.repeat(char(cs.ANY), 0, d.UNBOUNDED)
         if not anchored_start:
-            expr = d.concat(ANY_CONTENT, expr)
+            expr = d.concat(anything, expr)
         if not anchored_end:
-            expr = d.concat(expr, ANY_CONTENT)
+            expr = d.concat(expr, anything)
         options.append(expr)
     return d.alternation(*options)
 
