@@ -477,7 +477,7 @@ def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "com
         grammar, report = schema_to_grammar(to_schema(node), limits, whitespace=whitespace, strict=pydantic,
                                             approximate=approximate, indent=indent, max_whitespace=max_whitespace)
         return _constraint(grammar, vocab, limits, f"type {node.path} (JSON)", allowed, approximations=tuple(report),
-                           source=node.path, value_parser=lambda text: parse_json(text, node))
+                           source=node.path, value_parser=lambda text: parse_json(text, node, whitespace == "compact"))
 
 
 def _has_pydantic(node) -> bool:

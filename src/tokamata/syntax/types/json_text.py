@@ -5,13 +5,14 @@ Invariants:
 - :func:`dump_json` writes what the type's JSON Schema (:mod:`.schema`) accepts: fields in
   declaration order, all of them (defaults too); pydantic fields under their aliases;
   numbers in plain decimal notation (``float`` through its shortest ``repr``, so reading it
-  back gives the same float; ``Decimal`` as ``format(d, "f")``); strings as ``json.dumps``
+  back gives the same float, ``3.0`` as ``3``; ``Decimal`` as ``format(d, "f")``); strings as ``json.dumps``
   writes them without ASCII escaping; sets in sorted order where their items sort. Layout:
   ``compact`` (no whitespace) or ``pretty`` (``indent`` spaces, ``": "``): both are in the
   language of the same whitespace option (``flexible`` accepts compact text).
   A value it cannot write (a non-finite number, an offset with seconds, a value not of the
   type) raises :class:`~tokamata.InvalidArgument` with the ``path``.
-- :func:`parse_json` reads with ``json.loads`` (floats as ``Decimal``, so nothing is
+- :func:`parse_json` refuses whitespace outside strings for the compact layout, then reads
+  with ``json.loads`` (floats as ``Decimal``, so nothing is
   rounded before the type decides) and builds with :func:`.values.build`; malformed JSON is
   a :class:`~tokamata.ParseError` whose ``span`` is the character where reading stopped.
 """
@@ -35,10 +36,7 @@ def plain_number(value: float | Decimal, path: str) -> str:
     exact = Decimal(repr(value)) if isinstance(value, float) else value
     if not exact.is_finite():
         raise InvalidArgument(f"{value!r} has no JSON or Python literal", path=path)
-    text = format(exact, "f")
-    if isinstance(value, float) and "." not in text:
-        text += ".0"
-    return text
+    return format(exact, "f")
 
 
 def sorted_items(items: Any) -> list:
@@ -124,8 +122,10 @@ def dump_json(value: Any, node: Node, indent: int | None = None) -> str:
     return "".join(out)
 
 
-def parse_json(text: str | bytes, node: Node) -> Any:
-    """The value of ``node``'s type that the JSON ``text`` spells."""
+def parse_json(text: str | bytes, node: Node, compact: bool = False) -> Any:
+    """The value of ``node``'s type that the JSON ``text`` spells (``compact``: with no
+    whitespace outside strings, as ``whitespace="compact"`` generates; otherwise any
+    whitespace ``json.loads`` takes)."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -133,6 +133,8 @@ def parse_json(text: str | bytes, node: Node) -> Any:
             raise ParseError(f"the text is not UTF-8: {error.reason}", span=(error.start, error.end)) from None
     if not isinstance(text, str):
         raise InvalidArgument(f"the text must be str or bytes, got {type(text).__name__}")
+    if compact:
+        _check_compact(text)
     try:
         data = json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
@@ -145,6 +147,23 @@ def parse_json(text: str | bytes, node: Node) -> Any:
     except ParseError as error:
         error.text = text
         raise
+
+
+def _check_compact(text: str) -> None:
+    """Raise :class:`ParseError` at the first whitespace character outside a string."""
+    in_string = escaped = False
+    for i, c in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in " \t\n\r":
+            raise ParseError("whitespace outside a string (whitespace=\"compact\")", text=text, span=(i, i + 1))
 
 
 def _no_constant(name: str) -> Any:

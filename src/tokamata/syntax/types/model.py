@@ -28,6 +28,7 @@ import types
 import typing
 import uuid
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from ...errors import InvalidType, LimitExceeded, Unsupported
@@ -147,6 +148,10 @@ def type_name(tp: Any) -> str:
     """A short readable name of a type as written."""
     if isinstance(tp, type):
         return tp.__qualname__ if "<locals>" not in tp.__qualname__ else tp.__name__
+    if isinstance(tp, str):
+        return tp
+    if isinstance(tp, typing.ForwardRef):
+        return tp.__forward_arg__
     text = repr(tp)
     return text.replace("typing.", "")
 
@@ -301,7 +306,7 @@ def _fields(cls: type, kind: str, path: str) -> list[tuple[str, str, Any, bool]]
     if kind == "typeddict":
         hints = _hints(cls, path)
         required = cls.__required_keys__  # type: ignore[attr-defined]
-        return [(name, name, hint, name in required) for name, hint in hints.items()]
+        return [(name, name, hint, _marked(hint, name in required)) for name, hint in hints.items()]
     # pydantic v2
     if not getattr(cls, "__pydantic_complete__", True):
         raise InvalidType(f"the pydantic model {type_name(cls)} is not fully defined (a forward reference does "
@@ -318,6 +323,16 @@ def _fields(cls: type, kind: str, path: str) -> list[tuple[str, str, Any, bool]]
             hint = typing.Annotated[(hint, *info.metadata)]
         out.append((name, alias, hint, info.is_required()))
     return out
+
+
+def _marked(hint: Any, required: bool) -> bool:
+    """A ``TypedDict`` key's requiredness: its ``Required``/``NotRequired`` mark where it has one
+    (under ``from __future__ import annotations`` Python 3.10/3.11 miss the mark in
+    ``__required_keys__``), else what the class says."""
+    origin = typing.get_origin(hint)
+    if origin is not None and origin in _REQUIRED_MARKS:
+        return origin is _REQUIRED_MARKS[0]
+    return required
 
 
 def _json_scalar(value: Any) -> bool:
@@ -397,10 +412,11 @@ def _check_numeric(kind: str, b: Bounds, path: str) -> None:
         step = b.multiple_of if b.multiple_of is not None else Decimal(1)
         if kind == "int":
             step = _lcm(step, Decimal(1))
-        first = (low[0] / step).to_integral_value(rounding="ROUND_CEILING") * step
-        if first == low[0] and low[1]:
-            first += step
-        if first > high[0] or (first == high[0] and high[1]):
+        exact_step = Fraction(step)
+        first = math.ceil(Fraction(low[0]) / exact_step) * exact_step
+        if first == Fraction(low[0]) and low[1]:
+            first += exact_step
+        if first > Fraction(high[0]) or (first == Fraction(high[0]) and high[1]):
             raise InvalidType(f"the bounds leave no value: {_show(low, '>')}, {_show(high, '<')}"
                               + (f", multiple of {b.multiple_of}" if b.multiple_of is not None else "")
                               + (" (integers)" if kind == "int" else ""), path=path)

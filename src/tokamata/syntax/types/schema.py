@@ -136,6 +136,9 @@ class _Builder:
                 raise Unsupported(name, "two classes of this name in one type (pydantic names its "
                                   "definitions by class name)", path=node.path)
             self.defs.setdefault(name, sub)
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and len(schema) == 1 and ref.startswith("#/$defs/"):
+            return self.defs[ref[len("#/$defs/"):]]  # (a recursive model: pydantic's body is a definition)
         return schema
 
 

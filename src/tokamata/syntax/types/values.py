@@ -27,6 +27,7 @@ import enum
 import re
 import uuid
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from ...errors import ParseError
@@ -123,7 +124,7 @@ def _numeric(bounds, value: Decimal, path: str) -> None:
     if ((b.ge is not None and value < b.ge) or (b.gt is not None and value <= b.gt)
             or (b.le is not None and value > b.le) or (b.lt is not None and value >= b.lt)):
         raise _fail(f"{value} is out of the bounds", path)
-    if b.multiple_of is not None and value % b.multiple_of != 0:
+    if b.multiple_of is not None and Fraction(value) % Fraction(b.multiple_of) != 0:
         raise _fail(f"{value} is not a multiple of {b.multiple_of}", path)
 
 
@@ -202,16 +203,26 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
 
 
+def _json_equal(a: Any, data: Any) -> bool:
+    """JSON Schema equality of a ``Literal``/enum value and read data: numbers by value
+    (``2``, ``2.0`` and ``2.00`` are one number), never ``true`` and ``1``."""
+    if isinstance(a, bool) or isinstance(data, bool) or a is None or data is None:
+        return type(a) is type(data) and a == data
+    if isinstance(a, (int, float)) and isinstance(data, (int, Decimal)):
+        return Decimal(repr(a) if isinstance(a, float) else a) == data
+    return type(a) is type(data) and a == data
+
+
 def _choice(node: Choice, data: Any, syntax: str) -> Any:
     for value in node.values:
         if isinstance(value, enum.Enum):
             if syntax == "python":
                 if isinstance(data, Name) and data.name == f"{_enum_name(type(value))}.{value.name}":
                     return value
-            elif _same(value.value, data) and not isinstance(data, Decimal) or (
-                    isinstance(data, Decimal) and isinstance(value.value, float) and float(data) == value.value):
+            elif _json_equal(value.value, data):
                 return value
-        elif _same(value, data) and not isinstance(data, Decimal):
+        elif (_json_equal(value, data) if syntax == "json"
+              else _same(value, data) and type(value) is type(data)):
             return value
     raise _fail(f"{_describe(data) if isinstance(data, (Call, Name)) else repr(data)[:60]} is not one of "
                 f"{[v for v in node.values]!r:.200}", node.path)
