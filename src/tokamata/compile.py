@@ -451,7 +451,7 @@ def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "com
     Point(x=1, y=[2, 3])
     >>> m = c.matcher()
     >>> m.consume_many(list(b'{"x":1,"y":[2,3]}')), m.is_accepting()
-    (True, True)
+    (17, True)
     """
     from .syntax.types import describe, parse_json, to_schema
 

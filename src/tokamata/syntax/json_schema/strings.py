@@ -208,7 +208,7 @@ def _source_span(span: tuple[int, int] | None, sources: list[tuple[int, int]], e
 
 
 def _translate(text: str, positions: Sequence[int], whole: str, keyword: str,
-               pointer: str) -> tuple[str, list[tuple[int, int]]]:
+               pointer: str | None) -> tuple[str, list[tuple[int, int]]]:
     """ECMA-262 regex syntax -> Python ``re`` syntax with the same meaning (under ``(?a)``),
     and for each character of the result the span in ``whole`` it came from. ``positions[k]``
     is the index in ``whole`` of ``text[k]`` (one more entry: where ``text`` ends); ``whole``

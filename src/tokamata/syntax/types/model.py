@@ -202,7 +202,9 @@ class _Walker:
         if origin is typing.Literal:
             return self._no_bounds(Choice(tuple(_literal_values(args, path)), path), bounds, tp)
         if origin is typing.Union or origin is types.UnionType:
-            options = tuple(self.walk(a, path, depth + 1, bounds) for a in args)
+            # bounds on an Optional apply to its value (pydantic's reading); None takes none
+            options = tuple(self.walk(a, path, depth + 1, NO_BOUNDS if a is type(None) else bounds)
+                            for a in args)
             return options[0] if len(options) == 1 else Union(options, path)
         if isinstance(tp, type) and tp in _SCALAR_OF:
             return self._scalar(_SCALAR_OF[tp], path, bounds)

@@ -295,12 +295,15 @@ def _record(node: Record, data: Any, syntax: str) -> Any:
         raise _fail(f"{node.name}(...) refused the values: {error}", node.path) from None
 
 
+_FITS_CLASSES: dict[str, type | tuple[type, ...]] = {
+    "none": type(None), "bool": bool, "str": str, "int": int, "float": (float, int), "decimal": Decimal,
+    "datetime": datetime.datetime, "date": datetime.date, "time": datetime.time, "uuid": uuid.UUID}
+
+
 def fits(value: Any, node: Node) -> bool:
     """Is ``value`` a value of ``node``'s type (deep; bounds not checked)?"""
     if isinstance(node, Scalar):
-        cls = {"none": type(None), "bool": bool, "str": str, "int": int, "float": (float, int),
-               "decimal": Decimal, "datetime": datetime.datetime, "date": datetime.date, "time": datetime.time,
-               "uuid": uuid.UUID}[node.kind]
+        cls = _FITS_CLASSES[node.kind]
         if node.kind in ("int", "float") and isinstance(value, bool):
             return False
         if node.kind == "date" and isinstance(value, datetime.datetime):

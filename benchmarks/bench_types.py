@@ -1,0 +1,173 @@
+#!/usr/bin/env python
+"""Time to first mask of ``tokamata.compile_type`` on tool-call-shaped pydantic models, against
+llguidance compiling ``Model.model_json_schema()``, in one process on Llama 3.
+
+Usage: ``python benchmarks/bench_types.py [--repeats 7]``. For each model and each engine, each
+repeat builds a fresh constraint and fills the first mask: tokamata with its caches cleared
+before every compile (the vocabulary's trie stays, as in compare_ttfm.py), llguidance with a
+fresh ``LLMatcher`` (its tokenizer built once). Both with compact JSON (no whitespace;
+llguidance ``whitespace_flexible: false``). Prints the median of each and the ratio; also the
+same for ``syntax="python"`` (tokamata only). No timing is asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import enum
+import os
+import statistics
+import sys
+import time
+import uuid
+from typing import Annotated, Literal, Optional, Union
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from workload import llama3_tokenizer_path  # noqa: E402
+
+import tokamata  # noqa: E402
+from tokamata import trie as _trie  # noqa: E402
+
+
+class Unit(str, enum.Enum):
+    C = "celsius"
+    F = "fahrenheit"
+
+
+class GetWeather(BaseModel):
+    location: str = Field(description="City and country")
+    unit: Unit = Unit.C
+
+
+class WebSearch(BaseModel):
+    query: str = Field(min_length=1, max_length=200)
+    max_results: int = Field(default=5, ge=1, le=20)
+    site: Optional[str] = None
+
+
+class SendEmail(BaseModel):
+    to: list[str] = Field(min_length=1, max_length=10)
+    subject: str = Field(max_length=120)
+    body: str
+    cc: list[str] = []
+    urgent: bool = False
+
+
+class CreateEvent(BaseModel):
+    title: str
+    start: datetime.datetime
+    end: datetime.datetime
+    attendees: list[str] = []
+    location: Optional[str] = None
+
+
+class Transfer(BaseModel):
+    from_account: str = Field(pattern=r"^[A-Z]{2}[0-9]{6}$")
+    to_account: str = Field(pattern=r"^[A-Z]{2}[0-9]{6}$")
+    amount: float = Field(gt=0, le=10000)
+    currency: Literal["USD", "EUR", "GBP"]
+    memo: Optional[str] = Field(default=None, max_length=64)
+
+
+class SqlQuery(BaseModel):
+    table: Literal["users", "orders", "products"]
+    columns: list[str] = Field(min_length=1)
+    where: Optional[str] = None
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class Step(BaseModel):
+    action: Literal["click", "type", "scroll"]
+    selector: str
+    text: Optional[str] = None
+
+
+class BrowserPlan(BaseModel):
+    url: str
+    steps: list[Step] = Field(max_length=8)
+
+
+class Circle(BaseModel):
+    kind: Literal["circle"]
+    radius: float = Field(gt=0)
+
+
+class Rect(BaseModel):
+    kind: Literal["rect"]
+    width: float = Field(gt=0)
+    height: float = Field(gt=0)
+
+
+class Draw(BaseModel):
+    shape: Union[Circle, Rect] = Field(discriminator="kind")
+    color: str = Field(pattern=r"^#[0-9a-f]{6}$")
+
+
+class Ticket(BaseModel):
+    id: uuid.UUID
+    priority: Annotated[int, Field(ge=1, le=5)]
+    tags: list[str] = []
+    assignee: Optional[str] = None
+    status: Literal["open", "closed", "pending"] = "open"
+
+
+class FileNode(BaseModel):
+    name: str
+    children: list["FileNode"] = []
+
+
+class MakeTree(BaseModel):
+    root: FileNode
+    overwrite: bool = False
+
+
+MODELS = [GetWeather, WebSearch, SendEmail, CreateEvent, Transfer, SqlQuery, BrowserPlan, Draw, Ticket, MakeTree]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args()
+    import llguidance
+    import llguidance.numpy as lln
+
+    path = llama3_tokenizer_path()
+    vocab = tokamata.Vocabulary.from_tokenizer_json(path, eos_token_ids=[128009])
+    with open(path, encoding="utf-8") as f:
+        tokenizer = llguidance.LLTokenizer(f.read(), n_vocab=vocab.size, eos_token=128009)
+    buf = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
+
+    def ours(model, syntax):
+        tokamata.clear_caches(vocab)
+        _trie.shared_rows(vocab)
+        t0 = time.perf_counter()
+        tokamata.compile_type(model, vocab, syntax=syntax).matcher().fill_bitmask(buf, 0)
+        return time.perf_counter() - t0
+
+    def theirs(model):
+        t0 = time.perf_counter()
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(
+            model.model_json_schema(), overrides={"whitespace_flexible": False})
+        m = llguidance.LLMatcher(tokenizer, grammar, log_level=1)
+        if m.is_error():
+            raise RuntimeError(m.get_error())
+        lln.fill_next_token_bitmask(m, buf, 0)
+        return time.perf_counter() - t0
+
+    ours(GetWeather, "json"), theirs(GetWeather)  # warm imports
+    print(f"{'model':<12} {'tokamata json':>14} {'llguidance':>11} {'ratio':>6} {'tokamata python':>16}  (ms, median of {args.repeats})")
+    ratios = []
+    for model in MODELS:
+        a = statistics.median(ours(model, "json") for _ in range(args.repeats)) * 1e3
+        b = statistics.median(theirs(model) for _ in range(args.repeats)) * 1e3
+        c = statistics.median(ours(model, "python") for _ in range(args.repeats)) * 1e3
+        ratios.append(a / b)
+        print(f"{model.__name__:<12} {a:>14.2f} {b:>11.2f} {a / b:>6.2f} {c:>16.2f}")
+    print(f"median ratio tokamata/llguidance: {statistics.median(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()
