@@ -11,7 +11,8 @@ Invariants:
   another, the inner bounds are replaced by the outer ones of the same name.
 - A class (dataclass, pydantic model, ``TypedDict``, ``NamedTuple``) is one :class:`Record`,
   however often it appears: recursion is a cycle of records. Forward references are resolved
-  with :func:`typing.get_type_hints`; one that does not resolve, a type without any finite
+  with :func:`typing.get_type_hints` in the class's module, where the class's own name also
+  means the class; one that does not resolve, a type without any finite
   value (a recursion without a base case), and bounds that leave no value are
   :class:`~tokamata.InvalidType` with the ``path``.
 - The walk is bounded: type nesting by ``Limits.max_nesting_depth``, and the number of nodes
@@ -287,8 +288,10 @@ def _record_kind(cls: type) -> str | None:
 
 
 def _hints(cls: type, path: str) -> dict[str, Any]:
+    """The class's resolved annotations; a class may name itself (a class defined inside a
+    function or a doctest has no module globals that hold it)."""
     try:
-        return typing.get_type_hints(cls, include_extras=True)
+        return typing.get_type_hints(cls, localns={cls.__name__: cls}, include_extras=True)
     except NameError as error:
         raise InvalidType(f"a forward reference of {type_name(cls)} does not resolve: {error}", path=path) from None
 
