@@ -369,27 +369,24 @@ def _merge(bounds: Bounds, metadata: tuple, path: str) -> Bounds:
             continue
         if type(meta).__name__ == "Strict" or isinstance(meta, str):  # pydantic's strict flag; a docstring
             continue
-        found = False
+        if not any(hasattr(meta, name) for name in _BOUND_NAMES):
+            raise Unsupported(type(meta).__name__, "this Annotated metadata cannot be enforced", path=path)
         for name in _BOUND_NAMES:
             value = getattr(meta, name, None)
-            if name == "max_length" and value is not None and math.isinf(value):
-                value = None
-            if value is not None:
-                found = True
-                if name == "pattern":
-                    if not isinstance(value, str):
-                        raise Unsupported("pattern", "a pattern must be a str", path=path)
-                    updates[name] = value
-                elif name in ("min_length", "max_length"):
-                    if isinstance(value, bool) or not isinstance(value, int):
-                        raise InvalidType(f"{name} must be an int, got {value!r}", path=path)
-                    updates[name] = value
-                else:
-                    updates[name] = _decimal(value, name, path)
-            elif name in ("min_length",) and hasattr(meta, name):
-                found = True  # MinLen(0)-like metadata that says nothing
-        if not found and not any(hasattr(meta, n) for n in _BOUND_NAMES):
-            raise Unsupported(type(meta).__name__, "this Annotated metadata cannot be enforced", path=path)
+            if name == "max_length" and isinstance(value, float) and math.isinf(value):
+                value = None  # (annotated_types.Len's "no maximum")
+            if value is None:
+                continue
+            if name == "pattern":
+                if not isinstance(value, str):
+                    raise Unsupported("pattern", "a pattern must be a str", path=path)
+                updates[name] = value
+            elif name in ("min_length", "max_length"):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise InvalidType(f"{name} must be an int, got {value!r}", path=path)
+                updates[name] = value
+            else:
+                updates[name] = _decimal(value, name, path)
     return dataclasses.replace(bounds, **updates) if updates else bounds
 
 
