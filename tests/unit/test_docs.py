@@ -155,3 +155,17 @@ def test_json_schema_coverage_tables_are_current():
     page = coverage.PAGE.read_text(encoding="utf-8")
     assert coverage.replace_tables(page, coverage.render()) == page, \
         "the coverage tables are stale: run python tools/json_schema_coverage.py --write"
+
+
+def test_every_limit_is_documented_with_its_default():
+    """docs/errors.md's table names every field of tokamata.Limits with its default."""
+    from dataclasses import fields
+
+    import tokamata
+
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| ([^|]+) \|", page, re.MULTILINE)}
+    for field in fields(tokamata.Limits):
+        assert field.name in rows, f"Limits.{field.name} is not in docs/errors.md's table"
+        shown = rows[field.name].split("(")[0].strip().replace(",", "")
+        assert float(shown) == field.default, f"Limits.{field.name}: the page says {shown}, the default is {field.default}"
