@@ -169,3 +169,12 @@ def test_every_limit_is_documented_with_its_default():
         assert field.name in rows, f"Limits.{field.name} is not in docs/errors.md's table"
         shown = rows[field.name].split("(")[0].strip().replace(",", "")
         assert float(shown) == field.default, f"Limits.{field.name}: the page says {shown}, the default is {field.default}"
+
+
+def test_readme_links_exist():
+    """README.md links into docs/ (mkdocs checks the site's own links; the README is not in it)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert targets, "README.md links into the docs"
+    missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert not missing, f"README.md links to missing files: {missing}"
