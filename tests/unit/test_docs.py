@@ -97,7 +97,7 @@ def _available(name: str, cache: dict[str, bool] = {}) -> bool:
 def test_page_examples_run(page: Path, monkeypatch):
     blocks = python_blocks(page.read_text(encoding="utf-8"))
     if not blocks:
-        pytest.skip("no python examples on this page")
+        pytest.skip(f"{page.relative_to(ROOT)} has no python examples")
     monkeypatch.chdir(ROOT)
     namespace: dict = {"__name__": "__docs__"}
     skipped = []
@@ -115,7 +115,7 @@ def test_page_examples_run(page: Path, monkeypatch):
             raise AssertionError(f"the example at {page.relative_to(ROOT)} line {line} failed at {where[-1:]}: "
                                  f"{type(exc).__name__}: {exc}") from exc
     if skipped:
-        pytest.skip("; ".join(skipped))
+        pytest.skip(f"{page.relative_to(ROOT)}: the other examples ran; skipped " + "; ".join(skipped))
 
 
 def test_python_blocks_are_found():
