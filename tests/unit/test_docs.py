@@ -7,13 +7,17 @@ in order, one namespace per page, and the site builds with ``mkdocs build --stri
   with the reason, after running every other block. Later blocks must not depend on a block
   that can be skipped (``TOKAMATA_DOCS_UNAVAILABLE=gemma,transformers`` pretends those are
   missing, to check that). Blocks of other languages (```text, ```lark, ```bash) are not run.
+- A block that starts with ``>>>`` is a doctest: it runs in the page's namespace and its
+  outputs must match (``ELLIPSIS``, ``NORMALIZE_WHITESPACE``).
 - Blocks run with the repository root as the working directory (the Gemma blocks call
   ``tools/demo_model.py``, the repository's model locator).
 """
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
+import io
 import os
 import re
 import subprocess
@@ -106,6 +110,9 @@ def test_page_examples_run(page: Path, monkeypatch):
         if missing:
             skipped.append(f"line {line}: needs {', '.join(NEEDS[n][1] for n in missing)}")
             continue
+        if code.lstrip().startswith(">>>"):
+            _run_doctest(code, namespace, f"{page.relative_to(ROOT)}:{line}", line)
+            continue
         try:
             exec(compile(code, f"{page.relative_to(ROOT)}:{line}", "exec"), namespace)
         except Exception as exc:
@@ -118,11 +125,23 @@ def test_page_examples_run(page: Path, monkeypatch):
         pytest.skip(f"{page.relative_to(ROOT)}: the other examples ran; skipped " + "; ".join(skipped))
 
 
+def _run_doctest(code: str, namespace: dict, name: str, line: int) -> None:
+    test = doctest.DocTestParser().get_doctest(code, namespace, name, name, line)
+    out = io.StringIO()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = runner.run(test, out=out.write, clear_globs=False)
+    assert result.failed == 0, f"the doctest at {name} failed:\n{out.getvalue()}"
+
+
 def test_python_blocks_are_found():
     text = "intro\n```python\nx = 1\n```\n\n- item\n\n    ```python\n    y = x\n    ```\n```text\nno\n```\n"
     assert python_blocks(text) == [(2, "x = 1\n"), (8, "y = x\n")]
     assert needs_of("# needs: gemma, transformers\nimport x\n") == ["gemma", "transformers"]
     assert needs_of("import x  # needs: gemma\n") == []
+    namespace: dict = {}
+    _run_doctest(">>> x = 2\n>>> x + 1\n3\n", namespace, "example", 1)
+    with pytest.raises(AssertionError):
+        _run_doctest(">>> x + 1\n4\n", namespace, "example", 1)
 
 
 def test_every_page_is_in_the_nav():
