@@ -188,3 +188,24 @@ def test_unknown_flag_is_a_usage_error():
 def test_debug_shows_the_traceback():
     out = _run("--debug", "check", "--grammar", "/nonexistent.lark")
     assert out.returncode != 0 and "Traceback" in out.stderr
+
+
+def test_type_from_a_module(tmp_path, llama3_json, capsys, monkeypatch):
+    (tmp_path / "cli_models.py").write_text(
+        "import dataclasses\n@dataclasses.dataclass\nclass Point:\n    x: int\n    y: int\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--type", "cli_models:Point"]) == 0
+    assert "type cli_models:Point (json)" in capsys.readouterr().out
+    assert main(["mask", "--type", "cli_models:Point", "--syntax", "python", "--tokenizer-json", llama3_json,
+                 "--prefix", "Point(x=1, ", "--format", "json"]) == 0
+    allowed = json.loads(capsys.readouterr().out)["allowed"]
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(llama3_json)
+    assert allowed and all("y=".startswith(tok.decode([t])) or tok.decode([t]).startswith("y=") for t in allowed)
+    from tokamata.cli.constraints import Spec, validate
+
+    spec = Spec("type", "cli_models:Point", "--type")
+    assert validate(spec, '{"x":1,"y":2}') is True and validate(spec, '{"x":1}') is False
+    assert main(["check", "--type", "cli_models:Nope"]) == 2
+    assert main(["check", "--type", "no_such_module:Point"]) == 2

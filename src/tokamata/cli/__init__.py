@@ -10,7 +10,8 @@ generate, demo}``; ``--help`` on each.
 - ``demo``: Gemma 3 270M under several constraints, constrained vs unconstrained.
 
 Every command that takes a constraint takes one of ``--regex``, ``--grammar FILE``, ``--gbnf
-FILE``, ``--json``, ``--schema FILE``, and ``--characters SET``.
+FILE``, ``--json``, ``--schema FILE``, ``--type MODULE:CLASS`` (with ``--syntax json|python``),
+and ``--characters SET``.
 
 Invariants:
 - Results go to stdout (``--format json``: one JSON object; ``--json`` is the constraint "any JSON value"), progress to stderr.

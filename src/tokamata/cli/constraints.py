@@ -1,5 +1,6 @@
 """Which constraint a command works with: the options every command shares (``--regex``,
-``--grammar FILE``, ``--gbnf FILE``, ``--json``, ``--schema FILE``, ``--characters``), how to
+``--grammar FILE``, ``--gbnf FILE``, ``--json``, ``--schema FILE``, ``--type MODULE:CLASS`` with ``--syntax``,
+``--characters``), how to
 compile them, and how to check an output independently of tokamata.
 
 Invariants:
@@ -7,8 +8,8 @@ Invariants:
   or unreadable file, or a schema file that is not JSON, is a :class:`CliError` naming the file
   (exit status 2), raised before anything slow happens (no model is loaded first).
 - Outputs are judged by independent validators: ``re.fullmatch`` for regexes, the ``lark``
-  package for Lark grammars, ``json`` for JSON, ``jsonschema`` for schemas; GBNF has none
-  (``None``: not checked).
+  package for Lark grammars, ``json`` for JSON, ``jsonschema`` for schemas, reading the value
+  back into the type for ``--type``; GBNF has none (``None``: not checked).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ class Spec:
     text: str
     origin: str
     characters: str | None = None
+    syntax: str = "json"
 
     def describe(self, width: int = 160) -> str:
-        body = {"regex": f"/{self.text}/", "json": "any JSON value"}.get(self.kind)
+        body = {"regex": f"/{self.text}/", "json": "any JSON value",
+                "type": f"type {self.text} ({self.syntax})"}.get(self.kind)
         if body is None:
             one_line = " ".join(line.strip() for line in self.text.strip().splitlines())
             body = f"{self.kind} {self.origin}: {one_line}"
@@ -53,6 +56,10 @@ def add_constraint_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--gbnf", metavar="FILE", help="a llama.cpp GBNF grammar file (start rule: root)")
     group.add_argument("--json", dest="any_json", action="store_true", help="any JSON value")
     group.add_argument("--schema", metavar="FILE", help="a JSON Schema file")
+    group.add_argument("--type", dest="python_type", metavar="MODULE:CLASS",
+                       help="a Python type (a dataclass, a pydantic model, ...), imported from the current folder or sys.path")
+    parser.add_argument("--syntax", choices=("json", "python"), default="json",
+                        help="with --type: the value as JSON (default) or as a Python constructor call")
     parser.add_argument("--characters", metavar="SET",
                         help="restrict every generated character: ascii, latin, hangul, cjk or a class like '[a-z ]'")
 
@@ -75,6 +82,9 @@ def spec_from_args(args: argparse.Namespace) -> Spec:
         return Spec("grammar", _read(args.grammar, "grammar"), args.grammar, characters)
     if args.gbnf is not None:
         return Spec("gbnf", _read(args.gbnf, "GBNF grammar"), args.gbnf, characters)
+    if getattr(args, "python_type", None) is not None:
+        load_type(args.python_type)  # (fails fast: before any vocabulary or model is read)
+        return Spec("type", args.python_type, "--type", characters, args.syntax)
     if args.schema is not None:
         text = _read(args.schema, "schema")
         try:
@@ -83,6 +93,29 @@ def spec_from_args(args: argparse.Namespace) -> Spec:
             raise CliError(f"the schema file {args.schema!r} is not JSON: {exc}") from None
         return Spec("schema", text, args.schema, characters)
     return Spec("json", "", "--json", characters)
+
+
+def load_type(name: str) -> Any:
+    """The type ``module:Class`` names (the current folder is searched first)."""
+    import importlib
+    import os
+    import sys
+
+    module_name, _, attribute = name.partition(":")
+    if not module_name or not attribute:
+        raise CliError(f"--type wants MODULE:CLASS (such as models:Order), got {name!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # (any error of the user's module: reported in one line)
+        raise CliError(f"cannot import {module_name!r} for --type: {type(exc).__name__}: {exc}") from None
+    found: Any = module
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise CliError(f"{module_name!r} has no {attribute!r} (--type {name})")
+        found = getattr(found, part)
+    return found
 
 
 def compile_spec(spec: Spec, vocab) -> tuple[Any, float]:
@@ -99,14 +132,33 @@ def compile_spec(spec: Spec, vocab) -> tuple[Any, float]:
         constraint = tokamata.compile_gbnf(spec.text, vocab, characters=characters)
     elif spec.kind == "schema":
         constraint = tokamata.compile_json_schema(spec.text, vocab, characters=characters)
+    elif spec.kind == "type":
+        constraint = tokamata.compile_type(load_type(spec.text), vocab, syntax=spec.syntax, characters=characters)
     else:
         constraint = tokamata.compile_json(vocab, characters=characters)
     return constraint, time.perf_counter() - start
 
 
+def byte_vocabulary_for_checks():
+    """The 256 single bytes and an EOS: enough to compile a constraint for its checks."""
+    import tokamata
+
+    return tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
+
+
 def validate(spec: Spec, text: str) -> bool | None:
     """Whether ``text`` is in the constraint's language, by an independent validator (None:
-    there is none for this kind)."""
+    there is none for this kind). A type's text is read back into an instance of the type
+    (``Constraint.parse``, which pydantic models validate with pydantic itself)."""
+    if spec.kind == "type":
+        import tokamata
+
+        constraint = tokamata.compile_type(load_type(spec.text), byte_vocabulary_for_checks(), syntax=spec.syntax)
+        try:
+            constraint.parse(text)
+        except tokamata.ParseError:
+            return False
+        return True
     if spec.kind == "regex":
         return re.fullmatch(spec.text, text) is not None
     if spec.kind in ("json", "schema"):

@@ -181,7 +181,8 @@ DEMO_CASES = [
      Spec("grammar", _ARITHMETIC, "demo"), 16),
 ]
 
-_CHECKS = {"regex": "re.fullmatch", "schema": "jsonschema", "json": "json", "grammar": "lark", "gbnf": "none"}
+_CHECKS = {"regex": "re.fullmatch", "schema": "jsonschema", "json": "json", "grammar": "lark", "gbnf": "none",
+           "type": "parse"}
 
 
 def _clip(text: str, width: int = 100, strip: bool = True) -> str:

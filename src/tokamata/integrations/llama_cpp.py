@@ -45,6 +45,8 @@ import numpy as np
 
 from tokamata.bitmask import token_bitmask_row
 from tokamata.errors import InvalidArgument
+from tokamata.constraint import Constraint
+from tokamata.integrations.resolve import resolve_constraint
 
 if TYPE_CHECKING:  # pragma: no cover
     import llama_cpp
@@ -87,9 +89,12 @@ class LlamaLogitsProcessor:
 
     Pass it in a ``llama_cpp.LogitsProcessorList``; put it last so that nothing re-enables a
     token it removed. ``prompt_length`` defaults to the length of the first call's input_ids.
+    A Python type may stand for the constraint: it is compiled with
+    :func:`tokamata.compile_type` over ``vocab`` (see :func:`vocabulary`).
     """
 
-    def __init__(self, constraint, prompt_length: int | None = None):
+    def __init__(self, constraint, prompt_length: int | None = None, *, vocab=None, syntax: str = "json"):
+        constraint = resolve_constraint(constraint, vocab, syntax)
         self.constraint = constraint
         self.vocab = constraint.vocab
         self.vocab_size = int(self.vocab.size)
@@ -207,6 +212,8 @@ class GenerationResult:
     first_token_seconds: float = 0.0
     decode_steps: int = 0
     decode_seconds: float = 0.0
+    #: the constraint generated under (compiled here when a type was given), or None
+    constraint: "Constraint | None" = None
 
     def __iter__(self):  # so that ``text, token_ids = generate(...)`` works
         return iter((self.text, self.token_ids))
@@ -232,7 +239,9 @@ def generate(
     seed: int | None = None,
     add_bos: bool = True,
 ) -> GenerationResult:
-    """Generate with ``llm`` under ``constraint`` (``None``: unconstrained, same loop).
+    """Generate with ``llm`` under ``constraint`` (``None``: unconstrained, same loop; a Python
+    type is compiled with :func:`tokamata.compile_type` over ``llm``'s vocabulary, and
+    ``result.constraint.parse(result.text)`` reads the instance back).
 
     ``prompt`` is text (tokenized with special tokens parsed, so chat-template markers work) or
     token ids. Greedy when ``temperature`` is 0, otherwise llama.cpp's sampler at that
@@ -252,7 +261,9 @@ def generate(
     processor = None
     kwargs = {}
     if constraint is not None:
-        processor = LlamaLogitsProcessor(constraint, prompt_length=len(prompt_ids))
+        processor = LlamaLogitsProcessor(constraint, prompt_length=len(prompt_ids),
+                                         vocab=None if isinstance(constraint, Constraint) else vocabulary(llm))
+        constraint = processor.constraint
         kwargs["logits_processor"] = llama_cpp.LogitsProcessorList([processor])
         eos = frozenset(processor._eos)
         token_bytes = constraint.vocab.token_bytes
@@ -294,7 +305,7 @@ def generate(
     return GenerationResult(
         text=data.decode("utf-8", errors="replace"), token_ids=out, finished=finished,
         seconds=seconds, prompt_tokens=len(prompt_ids), first_token_seconds=first - start,
-        decode_steps=max(steps - 1, 0), decode_seconds=last - first,
+        decode_steps=max(steps - 1, 0), decode_seconds=last - first, constraint=constraint,
     )
 
 

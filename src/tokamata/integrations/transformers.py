@@ -59,6 +59,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from tokamata.bitmask import token_bitmask_row
 from tokamata.integrations.apply import apply_bitmask
 from tokamata.errors import InvalidArgument
+from tokamata.integrations.resolve import resolve_constraint
 
 __all__ = ["TokamataLogitsProcessor"]
 
@@ -87,13 +88,16 @@ class TokamataLogitsProcessor(LogitsProcessor):
     how ``generate`` lays out ``num_beams`` and ``num_return_sequences`` copies of a prompt).
     All of them must share one vocabulary. ``prompt_length`` is the number of ``input_ids``
     columns that are prompt (not constrained); by default the length of the first call's
-    ``input_ids``.
+    ``input_ids``. A Python type (a dataclass, a pydantic model, ...) may stand for a
+    constraint: it is compiled with :func:`tokamata.compile_type` over ``vocab`` (JSON, or
+    ``syntax="python"``), and ``processor.constraint.parse(text)`` gives the instance back.
     """
 
-    def __init__(self, constraint, prompt_length: int | None = None):
+    def __init__(self, constraint, prompt_length: int | None = None, *, vocab=None, syntax: str = "json"):
         if prompt_length is not None and (not isinstance(prompt_length, int) or prompt_length < 0):
             raise InvalidArgument(f"prompt_length must be a non-negative int or None, not {prompt_length!r}")
         constraints = list(constraint) if isinstance(constraint, (list, tuple)) else [constraint]
+        constraints = [resolve_constraint(c, vocab, syntax) for c in constraints]
         if not constraints:
             raise InvalidArgument("at least one constraint is needed")
         self.constraints = constraints
