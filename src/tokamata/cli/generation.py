@@ -179,6 +179,10 @@ DEMO_CASES = [
      Spec("schema", json.dumps(_PERSON), "demo"), 48),
     ("arithmetic grammar", "Question: Write the area of a 3 by 4 rectangle as a product.\nAnswer:",
      Spec("grammar", _ARITHMETIC, "demo"), 16),
+    ("dataclass as JSON", "Rex is a 3 year old dog. His record as JSON:\n",
+     Spec("type", "tokamata.cli.demo_types:Pet", "demo", syntax="json"), 40),
+    ("dataclass as a Python call", "Tom is a 7 year old cat. As a Python dataclass:\n",
+     Spec("type", "tokamata.cli.demo_types:Pet", "demo", syntax="python"), 40),
 ]
 
 _CHECKS = {"regex": "re.fullmatch", "schema": "jsonschema", "json": "json", "grammar": "lark", "gbnf": "none",
