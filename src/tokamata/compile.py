@@ -10,6 +10,10 @@ Invariants:
 - Arguments are checked first (:class:`InvalidArgument` naming the argument): limits,
   vocabulary, text types, ``start`` (a str), ``registry`` (a mapping or ``None``),
   ``approximate`` (a collection of str, not a lone str).
+- JSON front doors (``compile_json``, ``compile_json_schema``) take ``spelling``:
+  ``"natural"`` (the default: one spelling per value, :mod:`.syntax.json_spelling`, reported
+  by ``constraint.report()``) or ``"any"`` (every RFC 8259 spelling); anything else is
+  :class:`InvalidArgument` naming both.
 - Each compile runs under one deadline (:mod:`.deadline`, ``Limits.max_compile_seconds``)
   from the call on: front end, grammar passes, and the lexer's states, then and later.
 - Each front door records how it was called as the constraint's
@@ -35,6 +39,7 @@ from .grammar.characters import restrict_characters
 from .grammar.ir import Grammar, check_grammar, lexeme_grammar
 from .limits import DEFAULT_LIMITS, Limits
 from .syntax.json import json_grammar, whitespace_bound
+from .syntax.json_spelling import NATURAL_REPORT, check_spelling
 from .syntax.regex import Chars, parse_regex
 from .syntax.regex_lower import regex_grammar
 
@@ -251,27 +256,43 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
                            recipe=_recipe("gbnf", text, start=start, limits=limits, characters=characters))
 
 
-def compile_json(vocab, *, whitespace="compact", limits: Limits | None = None, characters: Characters = None) -> Constraint:
+def compile_json(vocab, *, whitespace="compact", spelling: str = "natural", limits: Limits | None = None,
+                 characters: Characters = None) -> Constraint:
     """Any JSON value (RFC 8259). ``whitespace``: ``"compact"`` (none, the default),
     ``"flexible"`` (up to 20 whitespace characters wherever JSON allows whitespace) or an int
-    bound per place.
+    bound per place. ``spelling``: ``"natural"`` (the default: one spelling per value, as
+    ``json.dumps(value, ensure_ascii=False)`` writes strings, numbers in shortest plain decimal;
+    see :mod:`tokamata.syntax.json_spelling`) or ``"any"`` (every RFC 8259 spelling).
 
     >>> import tokamata
-    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"[", b"]", b"1", b" ", None], eos_token_ids=[4])
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"[", b"]", b"1", b".0", b"e1", None], eos_token_ids=[5])
     >>> m = tokamata.compile_json(vocab).matcher()
-    >>> m.consume(0), m.allowed_tokens().tolist()
-    (True, [0, 1, 2])
+    >>> m.consume(0), m.consume(2), m.consume(3), m.allowed_tokens().tolist()  # [1.0 needs more
+    (True, True, True, [2])
+    >>> m = tokamata.compile_json(vocab, spelling="any").matcher()
+    >>> m.consume(0), m.consume(2), m.consume(3), m.allowed_tokens().tolist()
+    (True, True, True, [1, 2, 4])
     """
     limits = _limits(limits)
     bound = whitespace_bound(whitespace)
     allowed = _characters(characters)
+    spelling = check_spelling(spelling)
     with compile_deadline(limits):
-        return _constraint(json_grammar(limits, bound), vocab, limits, f"JSON, whitespace={whitespace!r}", allowed,
-                           recipe=_recipe("json", None, whitespace=whitespace, limits=limits, characters=characters))
+        return _constraint(json_grammar(limits, bound, spelling), vocab, limits,
+                           f"JSON, whitespace={whitespace!r}, spelling={spelling!r}", allowed,
+                           approximations=_spelling_report(spelling),
+                           recipe=_recipe("json", None, whitespace=whitespace, spelling=spelling, limits=limits,
+                                          characters=characters))
 
 
-def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: bool = False,
-                        approximate=frozenset(), ignore_unknown_formats: bool = False,
+def _spelling_report(spelling: str) -> tuple:
+    from .syntax.json_schema import Approximation
+
+    return (Approximation("spelling", "", NATURAL_REPORT),) if spelling == "natural" else ()
+
+
+def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling: str = "natural",
+                        strict: bool = False, approximate=frozenset(), ignore_unknown_formats: bool = False,
                         property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
                         limits: Limits | None = None,
                         registry: Mapping[str, Any] | None = None, characters: Characters = None) -> Constraint:
@@ -281,16 +302,21 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
     them); a malformed schema raises :class:`SchemaError`.
 
     ``whitespace``: ``"compact"`` (none), ``"flexible"`` (up to ``max_whitespace`` characters
-    wherever JSON allows) or ``"pretty"`` (``indent`` spaces per level). ``strict=True`` makes
+    wherever JSON allows) or ``"pretty"`` (``indent`` spaces per level). ``spelling``:
+    ``"natural"`` (the default: one spelling per value, as for :func:`compile_json`; every
+    value the schema allows keeps its natural spelling) or ``"any"`` (every RFC 8259 spelling,
+    numbers in plain notation where bounds apply). ``strict=True`` makes
     an absent ``additionalProperties`` false. ``property_order``: ``"schema"`` or ``"any"``.
     ``registry``: a mapping from absolute URI to schema document, for ``$ref`` to other
     documents (nothing is ever fetched; an unregistered one raises :class:`Unsupported`).
 
     >>> import tokamata
     >>> vocab = tokamata.Vocabulary.from_token_bytes([b"1", b"2", b"-", None], eos_token_ids=[3])
-    >>> m = tokamata.compile_json_schema({"type": "integer", "minimum": 1}, vocab).matcher()
-    >>> m.allowed_tokens().tolist()
+    >>> c = tokamata.compile_json_schema({"type": "integer", "minimum": 1}, vocab)
+    >>> c.matcher().allowed_tokens().tolist()
     [0, 1]
+    >>> c.report()[0][:30]
+    'spelling at /: natural: one sp'
     >>> positive = {"https://example.com/positive.json": {"type": "integer", "minimum": 1}}
     >>> schema = {"$ref": "https://example.com/positive.json"}
     >>> m = tokamata.compile_json_schema(schema, vocab, registry=positive).matcher()
@@ -303,10 +329,12 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", strict: b
     allowed = _characters(characters)
     with compile_deadline(limits):
         grammar, report = schema_to_grammar(
-            schema, limits, whitespace=whitespace, strict=strict, approximate=_approximate(approximate),
+            schema, limits, whitespace=whitespace, spelling=check_spelling(spelling), strict=strict,
+            approximate=_approximate(approximate),
             ignore_unknown_formats=ignore_unknown_formats, property_order=property_order, indent=indent,
             max_whitespace=max_whitespace, registry=_registry(registry))
-        recipe = _recipe("json_schema", schema, whitespace=whitespace, strict=strict, approximate=approximate,
+        recipe = _recipe("json_schema", schema, whitespace=whitespace, spelling=spelling, strict=strict,
+                         approximate=approximate,
                          ignore_unknown_formats=ignore_unknown_formats, property_order=property_order,
                          indent=indent, max_whitespace=max_whitespace, limits=limits, registry=registry,
                          characters=characters)

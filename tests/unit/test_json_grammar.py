@@ -1,5 +1,8 @@
 """compile_json: RFC 8259 JSON, checked byte by byte and with real tokenizers.
 
+The tables and the json-module oracle are about RFC 8259's spellings, so they compile with
+``spelling="any"``; natural spelling (the default) has its own tests in test_json_spelling.py.
+
 Oracle: Python's ``json`` module with the non-RFC constants (NaN, Infinity) refused. Compact
 mode refuses whitespace outside strings; ``whitespace=n`` allows at most n characters in each
 place RFC 8259 allows whitespace.
@@ -83,7 +86,7 @@ INVALID = [
 
 @pytest.fixture(scope="module")
 def compact():
-    return tokamata.compile_json(BYTE_VOCAB)
+    return tokamata.compile_json(BYTE_VOCAB, spelling="any")
 
 
 @pytest.mark.parametrize("text", VALID)
@@ -105,7 +108,7 @@ def test_invalid_utf8_inside_strings_is_refused(compact):
 
 @pytest.mark.parametrize("bound", [1, 3])
 def test_whitespace_bound(bound):
-    c = tokamata.compile_json(BYTE_VOCAB, whitespace=bound)
+    c = tokamata.compile_json(BYTE_VOCAB, whitespace=bound, spelling="any")
     for text in ['[1, 2]', '{ "a" : [ 1 ,2 ] }', ' 1 ', '\n[\t]\r', '{"a":1}']:
         assert accepts(c, text.encode()) is (max(whitespace_runs_outside_strings(text), default=0) <= bound), text
     assert accepts(c, ('[' + ' ' * bound + '1]').encode())
@@ -131,7 +134,7 @@ def test_agrees_with_the_json_module(text):
     assert accepts(c, text.encode()) is expected
 
 
-test_agrees_with_the_json_module.constraint = tokamata.compile_json(BYTE_VOCAB, whitespace=2)
+test_agrees_with_the_json_module.constraint = tokamata.compile_json(BYTE_VOCAB, whitespace=2, spelling="any")
 
 
 @settings(max_examples=150, deadline=None)

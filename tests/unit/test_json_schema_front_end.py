@@ -4,7 +4,10 @@ Oracles: ``jsonschema`` (draft 2020-12 unless the schema says otherwise) decides
 row whose schema it can judge; the grammar is checked with a small Earley recognizer over
 the IR (bytes, terminals lexed where their expression accepts), and, for a sample, with the
 real engine and the Llama 3 tokenizer token by token. Format rows follow the RFCs (the
-``jsonschema`` format checker needs optional packages for several of them).
+``jsonschema`` format checker needs optional packages for several of them). The table rows
+run in both spellings: ``"any"`` with the values as ``json.dumps`` writes them, ``"natural"``
+(the default) with the values in natural spelling (tests/natural_json.py); tests about RFC
+spellings (escapes, ``-0``, trailing zeros) use ``spelling="any"``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import pytest
 
 import tokamata
 from mask_walk import random_walk
+from natural_json import natural_dumps
 from tokamata.automata import boolean
 from tokamata.automata import derivatives as d
 from tokamata.grammar.ir import Grammar, is_terminal, nonterminal_index
@@ -254,15 +258,20 @@ ERRORS = [
 ]
 
 
+@pytest.mark.parametrize("spelling", ["any", "natural"])
 @pytest.mark.parametrize("schema,valid,invalid", TABLE, ids=[json.dumps(r[0])[:60] for r in TABLE])
-def test_table(schema, valid, invalid):
-    grammar, _ = schema_to_grammar(schema, approximate={"uniqueItems"} if schema == {} else ())
+def test_table(schema, valid, invalid, spelling):
+    grammar, _ = schema_to_grammar(schema, approximate={"uniqueItems"} if schema == {} else (), spelling=spelling)
     for value in valid:
         assert oracle_valid(schema, value), f"table wrong: jsonschema rejects {value!r}"
-        assert recognize(grammar, compact(value)), (schema, value)
     for value in invalid:
         assert not oracle_valid(schema, value), f"table wrong: jsonschema accepts {value!r}"
-        assert not recognize(grammar, compact(value)), (schema, value)
+    for value, ok in [(v, True) for v in valid] + [(v, False) for v in invalid]:
+        if spelling == "any":
+            assert recognize(grammar, compact(value)) is ok, (schema, value)
+        else:  # (judged as spelled: in draft 4, 1.0 spelled naturally is 1, an integer)
+            text = natural_dumps(value)
+            assert recognize(grammar, text.encode()) is oracle_valid(schema, json.loads(text)), (schema, text)
 
 
 @pytest.mark.parametrize("name,valid,invalid", FORMATS, ids=[r[0] for r in FORMATS])
@@ -275,7 +284,7 @@ def test_formats(name, valid, invalid):
 
 
 def test_idn_email_counts_octets_whatever_the_spelling():
-    grammar, report = schema_to_grammar({"format": "idn-email"})
+    grammar, report = schema_to_grammar({"format": "idn-email"}, spelling="any")
     assert [a.kind for a in report] == ["format-subset"]
     escaped = "\\u00e9" * 32  # 32 x U+00E9 (2 octets each), spelled as escapes
     assert recognize(grammar, f'"{escaped}@x"'.encode())
@@ -286,12 +295,12 @@ def test_idn_email_counts_octets_whatever_the_spelling():
 
 
 def test_format_spellings_and_ignored_formats():
-    grammar, _ = schema_to_grammar({"format": "date"})
+    grammar, _ = schema_to_grammar({"format": "date"}, spelling="any")
     assert recognize(grammar, b'"\\u0032020-02-29"')  # an escaped digit is a digit
     assert recognize(grammar, b"5")  # formats constrain strings only
-    grammar, report = schema_to_grammar({"format": "whatever"}, ignore_unknown_formats=True)
+    grammar, report = schema_to_grammar({"format": "whatever"}, ignore_unknown_formats=True, spelling="any")
     assert recognize(grammar, b'"x"') and [a.kind for a in report] == ["format"]
-    grammar, report = schema_to_grammar({"format": "hostname"})
+    grammar, report = schema_to_grammar({"format": "hostname"}, spelling="any")
     assert [a.kind for a in report] == ["format-subset"]
 
 
@@ -332,22 +341,22 @@ def test_ecma_patterns(pattern, valid, invalid):
 
 
 def test_strings_accept_every_spelling():
-    grammar, _ = schema_to_grammar({"enum": ["é😀\"/"]})
+    grammar, _ = schema_to_grammar({"enum": ["é😀\"/"]}, spelling="any")
     for text in ['"é😀\\"/"', '"\\u00e9\\ud83d\\ude00\\u0022\\/"', '"\\u00E9😀\\"\\u002F"']:
         assert recognize(grammar, text.encode()), text
-    grammar, _ = schema_to_grammar({"type": "string"})
+    grammar, _ = schema_to_grammar({"type": "string"}, spelling="any")
     for text in ['"\\ud800"', '"\\udc00\\ud800"', '"\x01"', '"\\x"', '"\\u12"']:
         assert not recognize(grammar, text.encode()), text
 
 
 def test_number_spellings():
-    grammar, report = schema_to_grammar({"type": "number", "maximum": 10})
+    grammar, report = schema_to_grammar({"type": "number", "maximum": 10}, spelling="any")
     assert [a.kind for a in report] == ["number-notation"]
     for text in [b"10", b"10.000", b"-0", b"-0.0", b"9.99999"]:
         assert recognize(grammar, text), text
     for text in [b"10.0001", b"1e1", b"01", b"1.", b"+1"]:
         assert not recognize(grammar, text), text
-    grammar, report = schema_to_grammar({"type": "number"})
+    grammar, report = schema_to_grammar({"type": "number"}, spelling="any")
     assert recognize(grammar, b"1e400") and not list(report)
 
 
@@ -473,11 +482,11 @@ def test_overflow_safe_spells_large_remainder_products_without_fraction():
 def test_integer_notation_narrowing_is_reported():
     narrowing = {"type": "integer", "allOf": [{"not": {"multipleOf": 7}}, {"not": {"multipleOf": 11}},
                                               {"oneOf": [{"multipleOf": 3}, {"multipleOf": 13}]}]}
-    _, report = schema_to_grammar(narrowing)
+    _, report = schema_to_grammar(narrowing, spelling="any")
     found = [a for a in report if a.kind == "integer-notation"]
     assert len(found) == 1 and "3003 remainders" in str(found[0])
     for exact in ({"type": "integer", "multipleOf": 7}, {"type": "integer", "not": {"multipleOf": 2}}):
-        _, report = schema_to_grammar(exact)
+        _, report = schema_to_grammar(exact, spelling="any")
         assert "integer-notation" not in [a.kind for a in report], exact
 
 

@@ -4,7 +4,9 @@ Every table row is compiled by ``tokamata.compile_json_schema`` and checked on t
 tokenizer: an accepted instance's tokens are each allowed by the mask and end accepting; a
 rejected one is refused somewhere or does not end accepting. Instances are JSON values
 (serialized compactly) or :class:`Text` (exact bytes, for other spellings of one value:
-escapes, ``1.0``, ``-0``). ``jsonschema`` judges every instance first, so a wrong row fails
+escapes, ``1.0``, ``-0``). The table is about equality across spellings, so it compiles with
+``spelling="any"``; the natural spelling (the default) is checked on the same rows with the
+JSON values (not the Text ones) in natural spelling. ``jsonschema`` judges every instance first, so a wrong row fails
 too. Refusals must name ``uniqueItems`` and the JSON pointer of the schema holding it.
 Random walks through the masks of a few schemas must end in instances ``jsonschema`` accepts.
 """
@@ -19,6 +21,7 @@ import pytest
 
 import tokamata
 from mask_walk import random_walk
+from natural_json import natural_dumps
 from schema_walks import judge, validator
 from tokamata.syntax.json_schema import schema_to_grammar
 
@@ -135,7 +138,7 @@ def _accepts(constraint, tokenizer, text: str) -> bool:
                          ids=[f"{i}-{json.dumps(r[0])[:50]}" for i, r in enumerate(TABLE)])
 def test_table(llama3, schema, options, accepted, rejected):
     check = validator(schema)
-    constraint = tokamata.compile_json_schema(schema, llama3.vocab, **options)
+    constraint = tokamata.compile_json_schema(schema, llama3.vocab, spelling="any", **options)
     assert not any(line.startswith("uniqueItems") for line in constraint.report()), constraint.report()
     for instance in accepted:
         assert judge(text_of(instance).encode(), check)[0] == "valid", f"table wrong: {text_of(instance)}"
@@ -143,6 +146,12 @@ def test_table(llama3, schema, options, accepted, rejected):
     for instance in rejected:
         assert judge(text_of(instance).encode(), check)[0] == "schema-invalid", f"table wrong: {text_of(instance)}"
         assert not _accepts(constraint, llama3, text_of(instance)), text_of(instance)
+    if options:  # (whitespace styles: the natural layouts are json.dumps's, checked elsewhere)
+        return
+    natural = tokamata.compile_json_schema(schema, llama3.vocab)
+    for instance, ok in [(i, True) for i in accepted] + [(i, False) for i in rejected]:
+        if not isinstance(instance, Text):
+            assert _accepts(natural, llama3, natural_dumps(instance)) is ok, natural_dumps(instance)
 
 
 def finite_values(schema, limits=tokamata.Limits()):
@@ -245,20 +254,20 @@ def test_refused_names_keyword_and_pointer(schema, limits, where, reason):
 def test_approximation_ignores_duplicates_only_where_refused(llama3):
     vocab = llama3.vocab
     loose = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
-    constraint = tokamata.compile_json_schema(loose, vocab, approximate={"uniqueItems"})
+    constraint = tokamata.compile_json_schema(loose, vocab, approximate={"uniqueItems"}, spelling="any")
     assert constraint.report() == ["uniqueItems at /uniqueItems: items are not checked for duplicates: an infinite "
                                    "item language (distinct items are enforced over at most 12 item values, "
                                    "Limits.max_unique_items_values)"]
     assert _accepts(constraint, llama3, '["a","a"]')
     # exact where it can be, with or without the option
-    constraint = tokamata.compile_json_schema(COLORS, vocab, approximate={"uniqueItems"})
+    constraint = tokamata.compile_json_schema(COLORS, vocab, approximate={"uniqueItems"}, spelling="any")
     assert constraint.report() == []
     assert not _accepts(constraint, llama3, '["red","red"]')
     assert _accepts(constraint, llama3, '["red","blue"]')
 
 
 def test_max_items_one_needs_no_check():
-    grammar, report = schema_to_grammar({"type": "array", "maxItems": 1, "uniqueItems": True})
+    grammar, report = schema_to_grammar({"type": "array", "maxItems": 1, "uniqueItems": True}, spelling="any")
     assert not len(report)
 
 

@@ -4,6 +4,8 @@ Invariants:
 - Strings: any Unicode text except ``"``, ``\\`` and U+0000..U+001F, plus the escapes
   ``\\" \\\\ \\/ \\b \\f \\n \\r \\t`` and ``\\uXXXX`` with any four hex digits (so surrogate
   pairs, and lone surrogates, which RFC 8259's grammar allows). Numbers: ``-?int frac? exp?``.
+  That is ``spelling="any"``; ``spelling="natural"`` (the default of ``compile_json``) keeps
+  one spelling per value instead: strings and numbers as :mod:`.json_spelling` defines them.
 - Whitespace (space, tab, LF, CR) may appear exactly where RFC 8259 allows it (around every
   structural character and around the value), at most ``max_whitespace`` characters in each
   such place; ``max_whitespace = 0`` is compact JSON.
@@ -18,6 +20,7 @@ from ..errors import InvalidArgument
 from ..limits import Limits
 from ..grammar.builder import GrammarBuilder
 from ..grammar.ir import Grammar
+from .json_spelling import NATURAL_NUMBER, NATURAL_STRING, check_spelling
 from .regex import parse_regex
 from .regex_lower import lower
 
@@ -45,16 +48,21 @@ def _literal(text: str) -> d.Expr:
     return d.concat_all(d.byte_set(1 << b) for b in text.encode())
 
 
-def json_grammar(limits: Limits, max_whitespace: int = 0) -> Grammar:
-    """Any JSON value (RFC 8259) with at most ``max_whitespace`` whitespace characters per place.
+def json_grammar(limits: Limits, max_whitespace: int = 0, spelling: str = "any") -> Grammar:
+    """Any JSON value (RFC 8259) with at most ``max_whitespace`` whitespace characters per
+    place; strings and numbers in every spelling (``spelling="any"``) or in natural spelling
+    only (``"natural"``, :mod:`.json_spelling`).
 
     >>> g = json_grammar(Limits())
     >>> g.nonterminals[g.start]
     'json'
     """
+    if check_spelling(spelling) == "natural":
+        string, number = NATURAL_STRING, NATURAL_NUMBER
+    else:
+        string, number = lower(parse_regex(STRING_PATTERN, limits)), lower(parse_regex(NUMBER_PATTERN, limits))
     b = GrammarBuilder("", limits, character_level=True)
-    t = {"STRING": b.terminal("STRING", lower(parse_regex(STRING_PATTERN, limits))),
-         "NUMBER": b.terminal("NUMBER", lower(parse_regex(NUMBER_PATTERN, limits)))}
+    t = {"STRING": b.terminal("STRING", string), "NUMBER": b.terminal("NUMBER", number)}
     for text in ("true", "false", "null", "{", "}", "[", "]", ",", ":"):
         t[text] = b.terminal(repr(text), _literal(text))
     n = {name: b.nonterminal(name) for name in ("json", "value", "object", "members", "member", "array",

@@ -35,7 +35,10 @@ Extensions (not Lark syntax):
 - ``%json { ...JSON Schema... }`` in a rule: the sub-grammar of a JSON Schema, embedded with
   :meth:`~tokamata.grammar.builder.GrammarBuilder.embed`. The braces are read as JSON
   (balanced, strings aware). An error of the schema keeps its class and its ``pointer`` into
-  the schema, with the line, column and span of the ``%json`` in the grammar.
+  the schema, with the line, column and span of the ``%json`` in the grammar. Its JSON is in
+  natural spelling (one spelling per value, as ``compile_json_schema``'s default
+  ``spelling="natural"``); ``%json any {...}`` allows every RFC 8259 spelling
+  (``%json natural {...}`` names the default).
 - Seed 000's extensions (:mod:`tokamata.syntax.extensions`): the token wildcards
   ``%text_token`` (any one text token), ``%paragraph_token`` (one without a line break) and
   ``%image`` (the model's image tokens), usable in rules only; ``%quoted_text``,
@@ -259,7 +262,7 @@ class _Lowering:
         if isinstance(node, Special):
             return [b.special_terminal(node.raw, self.special_ids(node), origin)]
         if isinstance(node, Json):
-            return [_embed_json_schema(node.schema, b, node.span, self.registry)]
+            return [_embed_json_schema(node.schema, b, node.span, self.registry, node.spelling)]
         if isinstance(node, Extension) and node.name in ext.TOKEN_WILDCARDS:
             return self.wildcard(node, origin)
         if isinstance(node, Extension) and node.delimiter is not None:
@@ -471,9 +474,10 @@ def _extend(old: Node, new: Node) -> Node:
     return Alt(old.span, options)
 
 
-def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span, registry=None) -> int:
+def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span, registry=None,
+                       spelling: str = "natural") -> int:
     """The symbol deriving the JSON texts ``schema`` accepts (compact JSON, schema property
-    order, as ``tokamata.compile_json_schema`` with default options), embedded into
+    order, as ``tokamata.compile_json_schema`` with default options, in ``spelling``), embedded into
     ``builder``. Errors from the schema keep their class, message, keyword and JSON pointer;
     their text, span, line and column become those of the ``%json`` in the grammar."""
     from .json_schema import schema_to_grammar
@@ -481,7 +485,7 @@ def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span, regi
     source = Source(builder.source)
     line, column = source.origin(span[0])
     try:
-        sub, _ = schema_to_grammar(schema, builder.limits, registry=registry)
+        sub, _ = schema_to_grammar(schema, builder.limits, spelling=spelling, registry=registry)
     except SchemaError as error:
         raise SchemaError(error.message, pointer=error.pointer, text=builder.source, span=span, line=line,
                           column=column) from None

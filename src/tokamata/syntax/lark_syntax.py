@@ -3,7 +3,7 @@
 Invariants:
 - The accepted syntax is Lark's (``lark/load_grammar.py``'s tokens and rules) plus tokamata's
   extensions: special tokens ``<|name|>`` / ``<[id, id, lo-hi]>``, ``%text_until "X"``,
-  ``%json {...}`` and counted repetition ``item{m}``, ``item{m,}``, ``item{m,n}``.
+  ``%json {...}`` (``%json any {...}``: every JSON spelling) and counted repetition ``item{m}``, ``item{m,}``, ``item{m,n}``.
   Rule templates and ``%declare`` are :class:`Unsupported`; anything else Lark would not
   parse is :class:`InvalidSyntax`.
 - String and regex literals are decoded exactly as Lark decodes them (its ``eval_escaping``
@@ -132,9 +132,11 @@ class Extension:
 
 @dataclass(frozen=True)
 class Json:
-    """``%json {...}``: a JSON Schema (already ``json.loads``-ed)."""
+    """``%json {...}``: a JSON Schema (already ``json.loads``-ed); ``%json any {...}`` or
+    ``%json natural {...}`` (the default) names its spelling."""
     span: Span
     schema: object
+    spelling: str = "natural"
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,7 @@ _NUMBER = re.compile(r"-?[0-9]+")
 _DIRECTIVE = re.compile(r"%[a-z_]+")
 _SPACE = re.compile(r"(?:[ \t\f\r]|\\[ \t]*\r?\n|//[^\n]*|#[^\n]*)*")
 _BLANK_LINES = re.compile(r"(?:[ \t\f\r\n]|//[^\n]*|#[^\n]*)*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _skipped(pattern: re.Pattern[str], text: str, pos: int) -> int:
@@ -338,12 +341,21 @@ class _Lexer:
             raise self.source.error(f"special token without its closing {closer!r}", (start, start + 1))
         return self._token("SPECIAL", start, end + len(closer))
 
-    def raw_json(self, limits: Limits) -> tuple[object, Span]:
-        """After ``%json``: the balanced ``{...}`` block, decoded by ``json.loads``."""
+    def raw_json(self, limits: Limits) -> tuple[object, Span, str]:
+        """After ``%json``: an optional spelling (``natural``, the default, or ``any``), then
+        the balanced ``{...}`` block, decoded by ``json.loads``."""
         text = self.text
         resume = self.pos if self._peeked is None else self._peeked.start
         self._peeked = None
         start = _skipped(_BLANK_LINES, text, resume)
+        spelling = "natural"
+        word = _WORD.match(text, start)
+        if word is not None:
+            if word.group() not in ("natural", "any"):
+                raise self.source.error(f"%json takes a spelling (natural or any) or a JSON object, got "
+                                        f"{word.group()!r:.40}", word.span())
+            spelling = word.group()
+            start = _skipped(_BLANK_LINES, text, word.end())
         if start >= len(text) or text[start] != "{":
             raise self.source.error("%json must be followed by a JSON object {...}", (start, start + 1))
         open_brackets: list[str] = []
@@ -378,7 +390,7 @@ class _Lexer:
                                 limits.max_nesting_depth) from None
         except ValueError as e:  # a number of more digits than Python converts
             raise self.source.error(f"malformed JSON in %json: {e}", (start, end)) from None
-        return schema, (start, end)
+        return schema, (start, end), spelling
 
 
 # ------------------------------------------------------------------- literals, as Lark reads them
@@ -735,8 +747,8 @@ class _Parser:
         if kind == "DIRECTIVE" and token.value in _ITEM_DIRECTIVES and token.value not in ("%json", "%text_until"):
             return self.extension(token)
         if kind == "DIRECTIVE" and token.value == "%json":
-            schema, (_, end) = self.lexer.raw_json(self.limits)
-            return Json((token.start, end), schema)
+            schema, (_, end), spelling = self.lexer.raw_json(self.limits)
+            return Json((token.start, end), schema, spelling)
         self.fail(token, "an item")
 
     def extension(self, token: _Token) -> Node:

@@ -20,6 +20,13 @@ and a :class:`Report` of the approximations made (JSON pointers). The pipeline:
 
 Semantics chosen where the specification leaves room (each also in the module docstrings):
 
+- ``spelling="natural"`` (the default) allows one spelling per value
+  (:mod:`tokamata.syntax.json_spelling`: strings as ``json.dumps(value, ensure_ascii=False)``
+  writes them, numbers in shortest plain decimal); the languages below are built with every
+  spelling and intersected with the natural ones once, per value terminal and per key, which
+  is exact because they are closed under spelling. ``spelling="any"`` keeps every spelling
+  described below.
+
 - ``format`` is always asserted; an unknown format is refused unless
   ``ignore_unknown_formats``.
 - ``strict=True`` makes an absent ``additionalProperties`` false in every schema that has
@@ -60,6 +67,7 @@ from ...deadline import compile_deadline
 from ...errors import InvalidArgument, LimitExceeded, SchemaError
 from ...grammar.ir import Grammar
 from ...limits import DEFAULT_LIMITS, Limits
+from ..json_spelling import NATURAL_REPORT
 from .bounds import check_document
 from .emit import Emitter
 from .expand import Expander
@@ -70,7 +78,7 @@ __all__ = ["schema_to_grammar", "Report", "Approximation", "APPROXIMATIONS"]
 
 
 def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: str = "compact",
-                      strict: bool = False, approximate: Iterable[str] = frozenset(),
+                      spelling: str = "natural", strict: bool = False, approximate: Iterable[str] = frozenset(),
                       ignore_unknown_formats: bool = False, property_order: str = "schema",
                       indent: int = 2, max_whitespace: int = 20,
                       default_draft: int | str | None = None,
@@ -85,9 +93,12 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
     is of the schema's draft. Nothing is fetched: a reference to an unregistered document
     raises :class:`~tokamata.Unsupported` naming the keyword and its JSON pointer.
 
-    >>> grammar, report = schema_to_grammar({"type": "integer", "minimum": 1})
+    >>> grammar, report = schema_to_grammar({"type": "integer", "minimum": 1}, spelling="any")
     >>> [str(a) for a in report]
     ['number-notation at /: numbers are generated in plain decimal notation (no exponent)']
+    >>> grammar, report = schema_to_grammar({"type": "integer", "minimum": 1})
+    >>> [a.kind for a in report]
+    ['spelling']
     >>> registry = {"https://example.com/defs.json": {"$defs": {"id": {"type": "integer"}}}}
     >>> grammar, _ = schema_to_grammar({"$ref": "https://example.com/defs.json#/$defs/id"},
     ...                                registry=registry)
@@ -95,14 +106,16 @@ def schema_to_grammar(schema: Any, limits: Limits | None = None, *, whitespace: 
     limits = limits or DEFAULT_LIMITS
     with compile_deadline(limits):
         try:
-            return _schema_to_grammar(schema, limits, whitespace, strict, approximate, ignore_unknown_formats,
-                                      property_order, indent, max_whitespace, default_draft, registry)
+            return _schema_to_grammar(schema, limits, whitespace, spelling, strict, approximate,
+                                      ignore_unknown_formats, property_order, indent, max_whitespace, default_draft,
+                                      registry)
         except RecursionError:  # (a safety net: check_document bounds every walk's depth)
             raise LimitExceeded("max_json_depth", "more than Python's recursion limit",
                                 limits.max_json_depth) from None
 
 
-def _schema_to_grammar(schema: Any, limits: Limits, whitespace: str, strict: bool, approximate: Iterable[str],
+def _schema_to_grammar(schema: Any, limits: Limits, whitespace: str, spelling: str, strict: bool,
+                       approximate: Iterable[str],
                        ignore_unknown_formats: bool, property_order: str, indent: int, max_whitespace: int,
                        default_draft: int | str | None,
                        registry: Optional[Mapping[str, Any]]) -> tuple[Grammar, Report]:
@@ -111,7 +124,7 @@ def _schema_to_grammar(schema: Any, limits: Limits, whitespace: str, strict: boo
     if registry is not None and not isinstance(registry, collections.abc.Mapping):
         raise InvalidArgument(f"registry must be a mapping from URI to schema, got {type(registry).__name__}")
     options = Options(whitespace, strict, frozenset(approximate), ignore_unknown_formats, property_order,
-                      indent, max_whitespace)
+                      indent, max_whitespace, spelling)
     if whitespace == "pretty" and indent >= limits.max_dfa_states:
         # one level of indentation is that many lexer states
         raise LimitExceeded("max_dfa_states", indent + 1, limits.max_dfa_states)
@@ -133,6 +146,8 @@ def _schema_to_grammar(schema: Any, limits: Limits, whitespace: str, strict: boo
     for uri, document_value in (registry or {}).items():
         check_document(document_value, limits, f"{uri}#")
     report = Report()
+    if options.natural:
+        report.add("spelling", "", NATURAL_REPORT)
     document = Document(schema, None if default_draft is None else draft_number(default_draft), registry, text)
     expander = Expander(document, options, limits, report, text)
     emitter = Emitter(expander, options, limits, report)

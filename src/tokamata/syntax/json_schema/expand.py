@@ -311,6 +311,8 @@ class Expander(Complements):
         return frozenset({("const", json.dumps(value, default=str), path)})
 
     def _notation(self, path: Path) -> None:
+        if self.options.natural:  # (the spelling line says it: natural numbers have no exponent)
+            return
         self.report.add("number-notation", pointer(path),
                         "numbers are generated in plain decimal notation (no exponent)")
 

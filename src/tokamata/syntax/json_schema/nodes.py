@@ -238,12 +238,12 @@ class Node:
         return not (self.null or self.true or self.false or self.objects or self.arrays) \
             and self.number is d.NOTHING and self.string is d.NOTHING
 
-    def scalars(self, number: Optional[d.Expr] = None) -> d.Expr:
-        """One byte language for every scalar value of the node (``number`` in place of the
-        node's number part when given)."""
+    def scalars(self, number: Optional[d.Expr] = None, string: Optional[d.Expr] = None) -> d.Expr:
+        """One byte language for every scalar value of the node (``number`` and ``string`` in
+        place of the node's number and string parts when given)."""
         return d.alternation(lx.NULL if self.null else d.NOTHING, lx.TRUE if self.true else d.NOTHING,
                              lx.FALSE if self.false else d.NOTHING, self.number if number is None else number,
-                             self.string)
+                             self.string if string is None else string)
 
 
 ALL = Node(True, True, True, lx.NUMBER, lx.ANY_STRING, (ANY_OBJECT,), (ANY_ARRAY,))

@@ -8,7 +8,9 @@ Invariants:
   *narrow* it (``number-notation``: exponents not generated where bounds apply;
   ``integer-notation``: integral values of combined ``multipleOf`` / ``not`` spelled without a
   fraction where the exact automaton would not fit; ``format-subset``) are always allowed and
-  always reported.
+  always reported. ``spelling`` (``spelling="natural"``, the default: one spelling per value,
+  :mod:`..json_spelling`) narrows spellings, never values, and is reported once at ``/``; it
+  subsumes ``number-notation`` and ``integer-notation``, which are then not reported.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import FrozenSet
 
 from ...errors import InvalidArgument
+from ..json_spelling import check_spelling
 
 __all__ = ["Approximation", "Report", "Options", "APPROXIMATIONS"]
 
@@ -70,8 +73,14 @@ class Options:
     property_order: str = "schema"
     indent: int = 2
     max_whitespace: int = 20
+    spelling: str = "natural"
+
+    @property
+    def natural(self) -> bool:
+        return self.spelling == "natural"
 
     def __post_init__(self) -> None:
+        check_spelling(self.spelling)
         if self.whitespace not in ("compact", "flexible", "pretty"):
             raise InvalidArgument(f"whitespace must be 'compact', 'flexible' or 'pretty', got {self.whitespace!r}")
         if self.property_order not in ("schema", "any"):

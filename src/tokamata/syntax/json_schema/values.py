@@ -38,6 +38,7 @@ from ...automata import derivatives as d
 from ...automata.analysis import infinite
 from ...errors import LimitExceeded
 from ...limits import Limits
+from ..json_spelling import NATURAL_NUMBER, NATURAL_STRING
 from . import lexemes as lx
 from . import numbers as nm
 from .nodes import FALSE, FALSE_TERM, ArrayShape, Conj, Node, ObjectShape
@@ -50,21 +51,9 @@ VALUE_TAG = "="
 
 Value = tuple
 
-_FRACTION = d.concat_all((lx.literal("."), d.repeat(lx.DIGIT, 0, d.UNBOUNDED), lx.NONZERO_DIGIT))
-#: one spelling per number: no exponent, no trailing fraction zeros, no ``-0``
-CANONICAL_NUMBER = d.alternation(
-    lx.literal("0"),
-    d.concat(d.repeat(lx.literal("-"), 0, 1),
-             d.alternation(d.concat_all((lx.NONZERO_DIGIT, d.repeat(lx.DIGIT, 0, d.UNBOUNDED), d.repeat(_FRACTION, 0, 1))),
-                           d.concat(lx.literal("0"), _FRACTION))))
-_SHORT = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r"}
-_CANONICAL_CHAR = d.alternation(
-    d.utf8_char(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF))),
-    d.concat(lx.literal("\\"), d.byte_set(d.byte_mask('"\\bfnrt'))),
-    *(lx.literal(f"\\u{c:04x}") for c in range(0x20) if c not in _SHORT))
-#: one spelling per string: raw characters where JSON allows them, else the short escape,
-#: else ``\\u00xx`` in lower case
-CANONICAL_STRING = lx.string_of(d.repeat(_CANONICAL_CHAR, 0, d.UNBOUNDED))
+#: one spelling per number (no exponent, no trailing fraction zeros, no ``-0``) and per
+#: string (raw where JSON allows, else the short escape, else ``\\u00xx``): the natural spelling
+CANONICAL_NUMBER, CANONICAL_STRING = NATURAL_NUMBER, NATURAL_STRING
 
 
 class NotFinite(Exception):
