@@ -22,10 +22,10 @@ Invariants:
   other case raises :class:`Unsupported` naming ``uniqueItems`` and its schema's pointer,
   or, when ``approximate`` names it, is reported and emitted without the check.
 - ``spelling="natural"``: each value terminal's number and string parts, and each key, are
-  intersected with the natural spellings (:mod:`..json_spelling`) once, here: the languages
-  the expander builds are closed under spelling, so every value keeps exactly its natural
-  spelling. Declared keys are their natural spelling outright; undeclared keys are the names
-  language made natural before it is split into regions.
+  restricted to their natural spellings (:mod:`..json_spelling`, :mod:`.natural`) once, here:
+  the languages the expander builds are closed under spelling, so every value keeps exactly
+  its natural spelling. Declared keys are their natural spelling outright; undeclared keys
+  are the names language made natural before it is split into regions.
 - Depth matters only for ``pretty`` (indentation); elsewhere every member is at depth 0.
 - Every terminal, nonterminal and rule goes through one
   :class:`~tokamata.grammar.builder.GrammarBuilder` (character-level, unproductive rules
@@ -44,11 +44,12 @@ from ...errors import SchemaError, Unsupported
 from ...grammar.builder import GrammarBuilder
 from ...grammar.ir import Grammar
 from ...limits import Limits
-from ..json_spelling import NATURAL_INTEGER, NATURAL_NUMBER, NATURAL_STRING, natural_literal
+from ..json_spelling import natural_literal
 from . import lexemes as lx
 from . import numbers as nm
 from .complements import negation
 from .expand import Expander
+from .natural import Naturalizer
 from .nodes import FALSE_TERM, TRUE, ArrayShape, Conj, ObjectShape
 from .refs import pointer, unsupported
 from .report import Options, Report
@@ -78,34 +79,7 @@ class Emitter:
         self._states: dict[tuple, int] = {}
         self._deferred: list = []
         self.values = ValueSets(expander, limits)
-        self._natural: dict[int, d.Expr] = {}  # expression id -> its natural spellings
-
-    # -- spelling ---------------------------------------------------------------------------
-    def natural_number(self, number: d.Expr) -> d.Expr:
-        """The natural spellings in ``number`` (a language closed under plain spelling)."""
-        if number is lx.NUMBER:
-            return NATURAL_NUMBER
-        if number is lx.INTEGER or number is lx.INTEGER_DRAFT4:
-            return NATURAL_INTEGER
-        return self._intersect_natural(number, NATURAL_NUMBER, self.natural_number)
-
-    def natural_string(self, string: d.Expr) -> d.Expr:
-        """The natural spellings in ``string`` (a language closed under spelling)."""
-        if string is lx.ANY_STRING:
-            return NATURAL_STRING
-        return self._intersect_natural(string, NATURAL_STRING, self.natural_string)
-
-    def _intersect_natural(self, expr: d.Expr, natural: d.Expr, each) -> d.Expr:
-        if expr is d.NOTHING:
-            return expr
-        found = self._natural.get(expr.id)
-        if found is None:
-            if expr.kind == d.Kind.ALT:  # (alternatives one by one: each may have a shortcut)
-                found = d.alternation(*(each(option) for option in expr.args))
-            else:
-                found = boolean.intersection(expr, natural, limits=self.limits)
-            self._natural[expr.id] = found
-        return found
+        self.natural = Naturalizer(limits)  # (used with spelling="natural")
 
     # -- building blocks --------------------------------------------------------------------
     def terminal(self, expr: d.Expr, name: str) -> int:
@@ -163,7 +137,7 @@ class Emitter:
         narrowed: list = []
         number, string = nm.overflow_safe(node.number, self.limits, narrowed), node.string
         if self.options.natural:  # (integral values have no fraction anyway: nothing narrowed to report)
-            number, string = self.natural_number(number), self.natural_string(string)
+            number, string = self.natural.number(number), self.natural.string(string)
         elif narrowed:
             self.report.add("integer-notation", "", f"integral numbers combining multiples ({max(narrowed)} "
                             "remainders) are spelled without a fraction (6, not 6.0): the exact spelling "
@@ -197,7 +171,7 @@ class Emitter:
         for language, conj in shape.rules:
             if language is lx.ANY_STRING and FALSE_TERM in conj:
                 return []  # no undeclared member at all (additionalProperties: false)
-        all_names = self.natural_string(shape.names) if self.options.natural else shape.names
+        all_names = self.natural.string(shape.names) if self.options.natural else shape.names
         if all(language is lx.ANY_STRING for language, _ in shape.rules) and not shape.witnesses:
             # nothing splits the undeclared keys: they are the names minus the declared ones,
             # here with the colon, (A - B)C == AC - BC: JSON strings are prefix-free (the
