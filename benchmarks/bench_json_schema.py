@@ -104,7 +104,8 @@ def _describe_error(engine_name: str, e: BaseException) -> dict[str, Any]:
             "message": message[:500]}
 
 
-def serve(engine_name: str, walks: int, walk_steps: int, whitespace: str, property_order: str, keep_caches: bool) -> None:
+def serve(engine_name: str, walks: int, walk_steps: int, whitespace: str, property_order: str, keep_caches: bool,
+          spelling: str = "any") -> None:
     from engines import ENGINES, Tokamata, Unavailable
     from measure import allocate_bitmask, first_matcher_of
     from workload import TokenizerData, llama3_tokenizer_path
@@ -119,6 +120,7 @@ def serve(engine_name: str, walks: int, walk_steps: int, whitespace: str, proper
 
     Tokamata.schema_whitespace = whitespace
     Tokamata.schema_property_order = property_order
+    Tokamata.spelling = spelling
     tok = TokenizerData.load(llama3_tokenizer_path())
     engine = ENGINES[engine_name]()
     try:
@@ -231,7 +233,8 @@ class Worker:
     def start(self) -> None:
         cmd = [sys.executable, os.path.abspath(__file__), "--_worker", self.name, "--walks", str(self.args.walks),
                "--walk-steps", str(self.args.walk_steps), "--tokamata-whitespace", self.args.tokamata_whitespace,
-               "--tokamata-property-order", self.args.tokamata_property_order] + (["--keep-caches"] if self.args.keep_caches else [])
+               "--tokamata-property-order", self.args.tokamata_property_order,
+               "--tokamata-spelling", self.args.tokamata_spelling] + (["--keep-caches"] if self.args.keep_caches else [])
         self.log = open(os.path.join(self.log_dir, f"{self.name}.log"), "ab")
         env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
@@ -338,6 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--walk-steps", type=int, default=400, help="step cap of a random walk (default 400)")
     ap.add_argument("--tokamata-whitespace", default="compact", help='tokamata whitespace mode: "compact" (default) or "flexible"')
     ap.add_argument("--tokamata-property-order", default="schema", help='tokamata property_order: "schema" (default) or "any"')
+    ap.add_argument("--tokamata-spelling", default="any",
+                    help='tokamata spelling: "any" (default: every RFC 8259 spelling, as the instances are written) '
+                         'or "natural" (valid instances spelled otherwise, 2.0 or 1e-05, are then refused)')
     ap.add_argument("--keep-caches", action="store_true",
                     help="do not clear tokamata's caches before each compile (a server's steady state; TTFM is then not a fresh compile)")
     ap.add_argument("--compile-timeout", type=float, default=10.0, help="seconds for compile + first mask (default 10)")
@@ -349,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args._worker:
         serve(args._worker, args.walks, args.walk_steps, args.tokamata_whitespace, args.tokamata_property_order,
-              args.keep_caches)
+              args.keep_caches, args.tokamata_spelling)
         return 0
 
     import schema_report

@@ -132,12 +132,23 @@ class Tokamata(Engine):
 
     #: tokamata.compile_json's whitespace mode used for the "json" grammar
     json_whitespace = "compact"
+    #: JSON spelling (compile_json, compile_json_schema): "any" (every RFC 8259 spelling), as the
+    #: other engines accept and as the workloads' texts are written (json.dumps: 2.0, 1e-05);
+    #: bench_json_schema.py's --tokamata-spelling sets it
+    spelling = "any"
+
+    def _spelling(self, compile_function) -> dict:
+        """``{"spelling": ...}`` for a tokamata that has the option (older ones: every spelling)."""
+        import inspect
+
+        return {"spelling": self.spelling} if "spelling" in inspect.signature(compile_function).parameters else {}
 
     def compile_grammar(self, case):
         if not hasattr(self.tk, "compile_grammar"):
             raise Unavailable("this tokamata has no compile_grammar / compile_json yet")
         if case.kind == "json":
-            return self.tk.compile_json(self.vocab, whitespace=self.json_whitespace)
+            return self.tk.compile_json(self.vocab, whitespace=self.json_whitespace,
+                                        **self._spelling(self.tk.compile_json))
         return self.tk.compile_grammar(case.lark, self.vocab)
 
     #: tokamata.compile_json_schema's whitespace and property order (bench_json_schema.py options)
@@ -148,7 +159,8 @@ class Tokamata(Engine):
         if not hasattr(self.tk, "compile_json_schema"):
             raise Unavailable("this tokamata has no compile_json_schema yet")
         return self.tk.compile_json_schema(schema, self.vocab, whitespace=self.schema_whitespace,
-                                           property_order=self.schema_property_order)
+                                           property_order=self.schema_property_order,
+                                           **self._spelling(self.tk.compile_json_schema))
 
     def matcher(self, compiled):
         return compiled.matcher()

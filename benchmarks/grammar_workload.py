@@ -145,7 +145,7 @@ def load_case(name: str, json_count: int = 50) -> GrammarCase:
     if name == "json":
         return GrammarCase(
             "json", "json", LLGUIDANCE_ANY_JSON, None, json_instances(json_count),
-            {"tokamata": "`tokamata.compile_json(vocab, whitespace=...)` (see Repetitions)",
+            {"tokamata": "`tokamata.compile_json(vocab, whitespace=..., spelling=\"any\")` (see Repetitions)",
              "llguidance": f"Lark `{LLGUIDANCE_ANY_JSON}`",
              "xgrammar": "`GrammarCompiler.compile_builtin_json_grammar()`"},
             f"first {json_count} valid object/array instances, round-robin over the JSONSchemaBench splits",

@@ -254,7 +254,7 @@ def render(run: Run, s: dict[str, Any]) -> str:
           + f"), {n_tests:,} instances. Estimates for all of MaskBench weight each file by schemas / sampled.")
     a("")
     a(f"**Options**: tokamata `compile_json_schema(schema, vocab, whitespace=\"{args.tokamata_whitespace}\", "
-      f"property_order=\"{args.tokamata_property_order}\")` (draft from the root's `$schema`, else the one its embedded `$schema` declarations agree on, else 2020-12), its caches "
+      f"property_order=\"{args.tokamata_property_order}\", spelling=\"{getattr(args, 'tokamata_spelling', 'any')}\")` (draft from the root's `$schema`, else the one its embedded `$schema` declarations agree on, else 2020-12), its caches "
       + ("kept across schemas (`--keep-caches`: TTFM is not a fresh compile)" if args.keep_caches
          else "cleared with `tokamata.clear_caches(vocab)` before every compile") + "; llguidance "
       "`LLMatcher.grammar_from_json_schema(schema)` (default options: flexible whitespace); xgrammar "

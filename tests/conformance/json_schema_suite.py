@@ -1,7 +1,9 @@
 """JSON-Schema-Test-Suite through the JSON Schema front end and the grammar engine.
 
 Each case's schema is compiled (``property_order="any"``: the suite's instances list their
-members in any order; compact whitespace; the suite's draft as the default draft; the suite's
+members in any order; ``spelling="any"``: the suite tests RFC 8259 spellings of values, such as
+``1.0`` for an integer or escapes in strings, which natural spelling, the default, leaves out
+by design; compact whitespace; the suite's draft as the default draft; the suite's
 ``remotes/`` documents as the registry, keyed ``http://localhost:1234/<relative path>`` as the
 suite's convention serves them, read from disk: nothing is fetched), each test
 instance is serialized compactly (``json.dumps(..., separators=(",", ":"),
@@ -63,8 +65,8 @@ def run(draft: str, tokenizer, files: list[tuple[str, Path]] | None = None) -> d
             tests = case["tests"]
             by_test = by_case.setdefault(case["description"], {})
             try:
-                grammar, _ = schema_to_grammar(case["schema"], property_order="any", default_draft=draft,
-                                               registry=registry)
+                grammar, _ = schema_to_grammar(case["schema"], property_order="any", spelling="any",
+                                               default_draft=draft, registry=registry)
                 constraint = tokamata.compile_grammar_ir(grammar, vocab)
             except tokamata.TokamataError:
                 category = "compile_error_valid" if any(t["valid"] for t in tests) else "compile_error_all_invalid"

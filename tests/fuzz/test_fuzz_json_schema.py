@@ -1,7 +1,7 @@
 """Fuzzing ``compile_json_schema``: random schemas built from a vocabulary of keywords (types,
 bounds, strings and patterns, arrays, objects, combinators, ``$ref``/``$defs``, formats, junk
-values of the wrong type), random options (whitespace, strict, property order, approximate,
-indent), and byte-level mutations of the JSON text of the schemas of
+values of the wrong type), random options (whitespace, spelling, strict, property order,
+approximate, indent), and byte-level mutations of the JSON text of the schemas of
 ``tests/unit/test_json_schema_front_end.py``'s ``TABLE`` and ``ERRORS``.
 
 Checked for every input, in a capped worker process (``fuzz_harness``): compiling returns a
@@ -117,6 +117,7 @@ schemas = st.recursive(st.one_of(st.booleans(), st.just({}), st.builds(dict, st.
 
 options = st.fixed_dictionaries({}, optional={
     "whitespace": st.sampled_from(["compact", "flexible", "pretty", "nope"]),
+    "spelling": st.sampled_from(["natural", "any", "nope"]),
     "strict": st.booleans(),
     "property_order": st.sampled_from(["schema", "any", "x"]),
     "approximate": st.sampled_from([frozenset(), frozenset({"format"}), frozenset({"uniqueItems", "pattern"})]),

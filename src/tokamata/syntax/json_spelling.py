@@ -30,7 +30,11 @@ here is the one decimal form every value has exactly once, the one the bound and
 ``multipleOf`` automata of the schema compiler already speak, and what ``json.dumps`` writes
 for every ``int`` and for every float whose ``repr`` has neither exponent nor ``.0`` (0.5,
 -3.25, 1234.5678). The cost is length at the extremes: ``1e300`` is a 1 and 300 zeros, and
-``1e-300`` a fraction of 300 digits; such values stay reachable.
+``1e-300`` a fraction of 300 digits; such values stay reachable. One exception, by the
+definition of draft 4: there ``integer`` is a matter of spelling (``1.0`` is a number but no
+integer), so an integral value a draft-4 schema allows only as a non-integer (``1.0`` under
+``{"not": {"type": "integer"}}``) has no natural spelling and is unreachable; drafts 6 on
+compare numbers by value, and ``spelling="any"`` keeps every spelling in any draft.
 
 Invariants:
 - Every JSON value (without lone surrogates) has exactly one spelling in
