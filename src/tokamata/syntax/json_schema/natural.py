@@ -23,8 +23,11 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
+
 from ...automata import boolean
 from ...automata import derivatives as d
+from ...caches import register_process_cache
 from ...limits import Limits
 from ..json_spelling import NATURAL_INTEGER, NATURAL_NUMBER, NATURAL_STRING
 from . import lexemes as lx
@@ -35,9 +38,39 @@ _SHORT = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r", 0x22: '"', 0x5C
 #: what follows the backslash of each natural escape
 NATURAL_ESCAPES: tuple[bytes, ...] = tuple(sorted(
     _SHORT[c].encode() if c in _SHORT else f"u{c:04x}".encode() for c in list(range(0x20)) + [0x22, 0x5C]))
+
+
+def _next_bytes() -> dict[bytes, tuple[int, ...]]:
+    following: dict[bytes, set[int]] = {}
+    for word in NATURAL_ESCAPES:
+        for k in range(len(word)):
+            following.setdefault(word[:k], set()).add(word[k])
+    return {prefix: tuple(sorted(after)) for prefix, after in following.items()}
+
+
+#: proper prefix of a natural escape -> the bytes that may follow it
+_NEXT = _next_bytes()
 _BACKSLASH_BIT = d.byte_mask("\\")
 _BACKSLASH = d.byte_set(_BACKSLASH_BIT)
-_ESCAPE_LITERALS = tuple(lx.literal(b"\\" + word) for word in NATURAL_ESCAPES)
+
+
+@functools.lru_cache(maxsize=1024)
+def _word_trie(words: frozenset) -> d.Expr:
+    """The byte strings ``words`` as a trie (shared prefixes and common rests: one derivative
+    follows one branch). (Kept across compiles: a kept expression is never wrong after
+    ``clear_interned``, only no longer shared with equal ones built later.)"""
+    options = [d.EPSILON] if b"" in words else []
+    by_first: dict[int, set] = {}
+    for word in words:
+        if word:
+            by_first.setdefault(word[0], set()).add(word[1:])
+    groups: dict[int, tuple[d.Expr, int]] = {}  # rest id -> (rest, mask of first bytes)
+    for byte, rests in by_first.items():
+        rest = _word_trie(frozenset(rests))
+        _, mask = groups.get(rest.id, (rest, 0))
+        groups[rest.id] = (rest, mask | 1 << byte)
+    options += [d.concat(d.byte_set(mask), rest) for rest, mask in groups.values()]
+    return d.alternation(*options)
 
 
 class _Irregular(Exception):
@@ -122,14 +155,15 @@ class Naturalizer:
                 pieces.append((link.id, self._natural(head)))
                 link = rest
                 continue
-            escapes = self._escape_rests(rest)
-            afters = {after.id for _, after in escapes}
-            if len(afters) == 1:  # one escaped character, then the rest of the chain
-                pieces.append((link.id, d.alternation(*(literal for literal, _ in escapes))))
-                link = escapes[0][1]
+            escapes = self._escape_rests(rest)  # what follows -> the natural escapes before it
+            if len(escapes) == 1:  # one escaped character, then the rest of the chain
+                (after, words), = escapes.values()
+                pieces.append((link.id, d.concat(_BACKSLASH, _word_trie(frozenset(words)))))
+                link = after
                 continue
-            self._strings[link.id] = d.alternation(*(d.concat(literal, self._natural(after))
-                                                     for literal, after in escapes))
+            self._strings[link.id] = d.alternation(*(
+                d.concat_all((_BACKSLASH, _word_trie(frozenset(words)), self._natural(after)))
+                for after, words in escapes.values()))
             break
         tail = self._natural(link)
         for link_id, head in reversed(pieces):
@@ -137,16 +171,24 @@ class Naturalizer:
             self._strings[link_id] = tail
         return tail
 
-    def _escape_rests(self, rest: d.Expr) -> list[tuple[d.Expr, d.Expr]]:
-        """After a backslash: (natural escape with its backslash, what may follow it) for
-        each natural escape ``rest`` begins with."""
-        found = []
-        for word, literal in zip(NATURAL_ESCAPES, _ESCAPE_LITERALS):
-            after = rest
-            for byte in word:
-                after = d.derivative(after, byte)
+    def _escape_rests(self, rest: d.Expr) -> dict[int, tuple[d.Expr, list[bytes]]]:
+        """After a backslash: what may follow each natural escape ``rest`` begins with (by
+        expression id, with the escapes, backslash left out, that lead there). The escapes
+        are followed as a trie: ``u`` and ``u00`` are derived once."""
+        found: dict[int, tuple[d.Expr, list[bytes]]] = {}
+        stack: list[tuple[d.Expr, bytes]] = [(rest, b"")]
+        while stack:
+            node, done = stack.pop()
+            for byte in _NEXT[done]:
+                after = d.derivative(node, byte)
                 if after is d.NOTHING:
-                    break
-            if after is not d.NOTHING:
-                found.append((literal, after))
+                    continue
+                word = done + bytes((byte,))
+                if word in _NEXT:
+                    stack.append((after, word))
+                else:
+                    found.setdefault(after.id, (after, []))[1].append(word)
         return found  # (none: the characters escaped here are written raw, elsewhere)
+
+
+register_process_cache("natural escapes as tries", _word_trie.cache_clear)
