@@ -151,7 +151,7 @@ class Naturalizer:
         link = node
         while link.kind == d.Kind.CONCAT and link.id not in self._strings:
             head, rest = link.args
-            if head is not _BACKSLASH:
+            if not (head.kind == d.Kind.BYTES and head.args[0] == _BACKSLASH_BIT):  # (not `is`: clear_caches)
                 pieces.append((link.id, self._natural(head)))
                 link = rest
                 continue
