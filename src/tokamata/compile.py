@@ -315,8 +315,8 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling:
     >>> c = tokamata.compile_json_schema({"type": "integer", "minimum": 1}, vocab)
     >>> c.matcher().allowed_tokens().tolist()
     [0, 1]
-    >>> c.report()[0][:30]
-    'spelling at /: natural: one sp'
+    >>> c.report()[0].startswith("spelling at /: natural")
+    True
     >>> positive = {"https://example.com/positive.json": {"type": "integer", "minimum": 1}}
     >>> schema = {"$ref": "https://example.com/positive.json"}
     >>> m = tokamata.compile_json_schema(schema, vocab, registry=positive).matcher()

@@ -4,8 +4,10 @@
 Invariants:
 - :func:`dump_json` writes what the type's JSON Schema (:mod:`.schema`) accepts: fields in
   declaration order, all of them (defaults too); pydantic fields under their aliases;
-  numbers in plain decimal notation (``float`` through its shortest ``repr``, so reading it
-  back gives the same float, ``3.0`` as ``3``; ``Decimal`` as ``format(d, "f")``); strings as ``json.dumps``
+  numbers in natural spelling (:func:`~tokamata.syntax.json_spelling.natural_number`: plain
+  decimal, ``float`` through its shortest ``repr`` so reading it back gives the same float,
+  ``3.0`` as ``3``, no trailing zeros, as ``compile_type``'s JSON constraints spell every
+  number); strings as ``json.dumps``
   writes them without ASCII escaping; sets in sorted order where their items sort. Layout:
   ``compact`` (no whitespace) or ``pretty`` (``indent`` spaces, ``": "``): both are in the
   language of the same whitespace option (``flexible`` accepts compact text).
@@ -25,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 from ...errors import InvalidArgument, ParseError
+from ..json_spelling import natural_number
 from .model import Choice, FixedTuple, Mapping, Node, Record, Scalar, Sequence, Union
 from .values import build, fits
 
@@ -94,7 +97,8 @@ def _write(data: Any, indent: int | None, depth: int, out: list[str], path: str)
     if isinstance(data, bool) or data is None:
         out.append(json.dumps(data))
     elif isinstance(data, (float, Decimal)):
-        out.append(plain_number(data, path))
+        plain_number(data, path)  # (refuses non-finite numbers with the path)
+        out.append(natural_number(data))
     elif isinstance(data, (int, str)):
         out.append(json.dumps(data, ensure_ascii=False))
     else:
