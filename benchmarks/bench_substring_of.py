@@ -3,7 +3,9 @@
 Run: ``.venv/bin/python benchmarks/bench_substring_of.py``. For texts of 1k, 10k and 100k
 characters (random words, some non-ASCII), prints the time of ``compile_regex`` on
 ``(?P<SUBSTRING_OF>text)`` plus the first mask on Llama 3 when available (else a byte
-vocabulary), the suffix automaton's states and the expression nodes the lowering built.
+vocabulary), the suffix automaton's states (built in Python after the timing), the Python
+expression nodes the lowering built and the native arena's growth (nodes plus automaton
+states, ``ExprArena.footprint``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import tokamata  # noqa: E402
 from tokamata.automata import derivatives as d  # noqa: E402
-from tokamata.syntax import extensions as ext  # noqa: E402
+from tokamata.automata import native, substrings  # noqa: E402
 
 
 def _text(n: int, rng: random.Random) -> str:
@@ -38,11 +40,12 @@ def main() -> None:
         name = "bytes"
     rng = random.Random(0)
     print(f"vocabulary: {name}")
-    print(f"{'chars':>8} {'bytes':>8} {'SAM states':>10} {'nodes':>8} {'compile s':>10} {'first mask s':>12}")
+    print(f"{'chars':>8} {'bytes':>8} {'SAM states':>10} {'nodes':>8} {'arena':>8} {'compile s':>10} "
+          f"{'first mask s':>12}")
     for n in (1_000, 10_000, 100_000):
         text = _text(n, rng)
-        states = len(ext._suffix_automaton(text.encode())[0])
         before = sum(len(t) for t in d._tables)
+        arena_before = native.bridge().arena.footprint
         start = time.perf_counter()
         constraint = tokamata.compile_regex("(?P<SUBSTRING_OF>" + re.escape(text) + ")", vocab,
                                             tokamata.Limits(max_pattern_length=10**7, max_regex_nodes=10**7))
@@ -50,7 +53,10 @@ def main() -> None:
         constraint.matcher().allowed_tokens()
         done = time.perf_counter()
         nodes = sum(len(t) for t in d._tables) - before
-        print(f"{n:>8} {len(text.encode()):>8} {states:>10} {nodes:>8} {compiled - start:>10.3f} {done - compiled:>12.3f}")
+        arena = native.bridge().arena.footprint - arena_before
+        states = substrings.automaton(text).num_states
+        print(f"{n:>8} {len(text.encode()):>8} {states:>10} {nodes:>8} {arena:>8} {compiled - start:>10.3f} "
+              f"{done - compiled:>12.3f}")
 
 
 if __name__ == "__main__":

@@ -308,6 +308,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("size", [](ExprArena& a) {
         nb::gil_scoped_release release;
         return locked(a, [&] { return a.size(); });
+      })
+      .def_prop_ro("footprint", [](ExprArena& a) {
+        nb::gil_scoped_release release;
+        return locked(a, [&] { return a.footprint(); });
       });
 
   nb::class_<DerivativeDfa>(m, "DerivativeDfa")

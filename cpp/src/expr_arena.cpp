@@ -3,7 +3,7 @@
 // compares the two DFAs on random expressions and on real lexers). This file: interning, the
 // constructors and the import of Python expressions; expr_derivatives.cpp: byte classes and
 // derivatives; expr_facts.cpp: emptiness searches and the facts lexers and slices read;
-// expr_leaves.cpp: the text-until and decimal-divisibility leaves.
+// expr_leaves.cpp: the text-until, decimal-divisibility and substring leaves.
 #include "tokamata/expr_arena.hpp"
 
 #include <algorithm>
@@ -428,6 +428,16 @@ std::vector<int32_t> ExprArena::import_nodes(const int32_t* records, size_t size
         const Decimal p = decimal();
         const Decimal r = decimal();
         id = decimal_state(p, k, phase, r, t);
+        break;
+      }
+      case kSubstring: {
+        need(3);
+        const int32_t state = records[at], pending = records[at + 1], n = records[at + 2];
+        at += 3;
+        if (n <= 0) throw std::invalid_argument("import: empty substring text");
+        need(static_cast<size_t>(n));
+        id = substring_of(records + at, static_cast<size_t>(n), state, pending);
+        at += static_cast<size_t>(n);
         break;
       }
       default:

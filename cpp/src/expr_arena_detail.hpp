@@ -1,7 +1,7 @@
 // Helpers shared by the four files of the expression arena (expr_arena.cpp: interning,
 // constructors and import; expr_derivatives.cpp: byte classes and derivatives; expr_facts.cpp:
-// emptiness and the facts lexers and slices read; expr_leaves.cpp: the text-until and
-// decimal-divisibility leaves). Internal to cpp/src: not a public header.
+// emptiness and the facts lexers and slices read; expr_leaves.cpp: the text-until,
+// decimal-divisibility and substring leaves). Internal to cpp/src: not a public header.
 #pragma once
 
 #include <cstdint>

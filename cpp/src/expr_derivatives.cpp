@@ -75,6 +75,13 @@ std::vector<uint8_t> ExprArena::compute_cuts(int32_t node) {
       out = {0x2E, 0x2F};
       for (int32_t b = 0x30; b <= 0x3A; ++b) out.push_back(static_cast<uint8_t>(b));
       break;
+    case kSubstring: {  // every live byte a class of its own
+      const ByteMask& live = first_bytes(node);
+      for (int32_t b = 1; b < 256; ++b) {
+        if (mask_has(live, b) || mask_has(live, b - 1)) out.push_back(static_cast<uint8_t>(b));
+      }
+      break;
+    }
     case kBytes: {
       const ByteMask& mask = masks_[n.offset];
       for (int32_t b = 1; b < 256; ++b) {
@@ -181,6 +188,9 @@ const ExprArena::ByteMask& ExprArena::first_bytes(int32_t node) {
     case kDecmod:
       set_range(found, 0x30, 0x39);
       set_range(found, 0x2E, 0x2E);
+      break;
+    case kSubstring:
+      found = substring_first_bytes(node);
       break;
     case kConcat: {  // the head, and what follows while heads are nullable
       int32_t part = node;
@@ -355,6 +365,9 @@ int32_t ExprArena::derive(int32_t node, int32_t byte) {
       break;
     case kDecmod:
       result = decmod_derivative(node, byte);
+      break;
+    case kSubstring:
+      result = substring_derivative(node, byte);
       break;
   }
   memo_[nodes_[node].memo + cls] = result;

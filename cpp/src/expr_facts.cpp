@@ -103,6 +103,9 @@ int64_t ExprArena::max_length(int32_t node) {
     case kUntil:
     case kDecmod:  // unbounded
       break;
+    case kSubstring:  // exact at a character boundary, else a bound (substrings._facts)
+      result = substrings_[n.a].remaining[n.b] - (n.c >> 24);
+      break;
   }
   nodes_[node].longest = result;
   return result;
@@ -239,6 +242,8 @@ bool ExprArena::inside_character(int32_t node) {
       return true;
     case kUntil:
       return n.c != kNothingId && inside_character(n.c);
+    case kSubstring:  // bytes of a character read, more to come
+      return n.c != 0;
     default:
       return false;
   }

@@ -1,7 +1,8 @@
-// The expression arena's two parametric leaves, the counterparts of derivatives.py's
-// text_until and boolean.py's decimal_multiple: constructors (normalized as the Python ones,
-// so that a state reached in either space is one node), derivatives, and the divisibility
-// leaf's hint for emptiness searches; see expr_arena.hpp for the invariants.
+// The expression arena's three parametric leaves, the counterparts of derivatives.py's
+// text_until, boolean.py's decimal_multiple and substrings.py's substring_of: constructors
+// (normalized as the Python ones, so that a state reached in either space is one node),
+// derivatives, the divisibility leaf's hint for emptiness searches, and the substring leaf's
+// first bytes; see expr_arena.hpp for the invariants.
 //
 // - UNTIL (stop, matched, pending): valid UTF-8 text not containing stop, then stop. matched
 //   is the KMP position in stop, pending the rest of the character in progress (NOTHING at a
@@ -12,10 +13,17 @@
 //   may follow, r must be 0). A state from which no multiple is reachable is NOTHING. p and
 //   r are exact naturals in base 10^9 (Decimal): every step is O(limbs), a state's
 //   nullability O(k * limbs), so the cost is bounded by the size of the schema's number.
+// - SUBSTRING (automaton, state, pending): the non-empty substrings of a text, in UTF-8.
+//   The automaton is the suffix automaton of the text's code points (the online
+//   construction, states numbered in creation order as substrings.py numbers them: at most
+//   2n states and 3n transitions, linear time with hashed transitions); pending holds the
+//   bytes read of the character in progress. A state is live: pending is a proper prefix of
+//   a character with a transition; nullable iff pending is empty and the state is not 0.
 #include <algorithm>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "expr_arena_detail.hpp"
 #include "tokamata/expr_arena.hpp"
@@ -119,6 +127,42 @@ bool power_below(int64_t w, const Decimal& p) {  // 10^w < p
   return compare(power, p) != 0;
 }
 
+// The code points whose UTF-8 spelling starts with data[0..size): lo..hi, whole when data
+// spells exactly one; false when no valid spelling starts so (substrings.prefix_range).
+bool prefix_range(const uint8_t* data, int32_t size, int32_t& lo, int32_t& hi, bool& whole) {
+  const int32_t lead = data[0];
+  if (lead < 0x80) {
+    lo = hi = lead;
+    whole = true;
+    return size == 1;
+  }
+  for (const LeadRange& range : kLeadRanges) {
+    if (lead < range.lead_lo || lead > range.lead_hi) continue;
+    const int32_t length = range.count + 1;
+    if (size > length) return false;
+    int64_t value = lead & (0x7F >> length);
+    for (int32_t i = 1; i < size; ++i) {
+      if (data[i] < 0x80 || data[i] >= 0xC0) return false;
+      value = (value << 6) | (data[i] & 0x3F);
+    }
+    const int32_t shift = 6 * (length - size);
+    const int64_t low = std::max<int64_t>(value << shift, range.valid_lo);
+    const int64_t high = std::min<int64_t>(((value + 1) << shift) - 1, range.valid_hi);
+    if (low > high) return false;
+    lo = static_cast<int32_t>(low);
+    hi = static_cast<int32_t>(high);
+    whole = shift == 0;
+    return true;
+  }
+  return false;
+}
+
+int32_t utf8_length(int32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+
+int32_t pending_size(int32_t pending) { return pending >> 24; }
+
+uint8_t pending_byte(int32_t pending, int32_t i) { return static_cast<uint8_t>(pending >> (16 - 8 * i)); }
+
 }  // namespace
 
 // ------------------------------------------------------------------ text until a stop string
@@ -183,6 +227,180 @@ int32_t ExprArena::until_derivative(int32_t node, int32_t byte) {
   matched = static_cast<unsigned char>(stop.bytes[matched]) == byte ? matched + 1 : 0;
   if (matched == stop.bytes.size()) return leaf == kEpsilonId ? kEpsilonId : kNothingId;
   return until_node(n.a, static_cast<int32_t>(matched), leaf == kEpsilonId ? kNothingId : leaf);
+}
+
+// ------------------------------------------------------------------ substrings of a text
+
+int32_t ExprArena::substring_of(const int32_t* code_points, size_t n, int32_t state, int32_t pending) {
+  if (n == 0) throw std::invalid_argument("substring_of needs a non-empty text");
+  const std::string key(reinterpret_cast<const char*>(code_points), n * sizeof(int32_t));
+  auto found = substring_index_.find(key);
+  int32_t index;
+  if (found != substring_index_.end()) {
+    index = found->second;
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t c = code_points[i];
+      if (c < 0 || c > kMaxCodePoint || (c >= 0xD800 && c <= 0xDFFF)) {
+        throw std::invalid_argument("substring_of: the text must be code points without surrogates");
+      }
+    }
+    // the online construction; transitions in one hash map keyed (state, code point), each
+    // state's code points listed for cloning
+    std::vector<int32_t> length{0}, link{-1}, end{-1};
+    std::vector<std::vector<int32_t>> keys(1);
+    std::unordered_map<uint64_t, int32_t> trans;
+    trans.reserve(3 * n + 16);
+    auto at = [](int32_t state, int32_t c) { return (static_cast<uint64_t>(state) << 32) | static_cast<uint32_t>(c); };
+    int32_t last = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t c = code_points[i];
+      const int32_t cur = static_cast<int32_t>(length.size());
+      length.push_back(length[last] + 1);
+      link.push_back(-1);
+      end.push_back(static_cast<int32_t>(i));
+      keys.emplace_back();
+      int32_t p = last;
+      for (; p != -1; p = link[p]) {
+        auto inserted = trans.emplace(at(p, c), cur);
+        if (!inserted.second) break;
+        keys[p].push_back(c);
+      }
+      if (p == -1) {
+        link[cur] = 0;
+      } else {
+        const int32_t q = trans[at(p, c)];
+        if (length[p] + 1 == length[q]) {
+          link[cur] = q;
+        } else {
+          const int32_t clone = static_cast<int32_t>(length.size());
+          length.push_back(length[p] + 1);
+          link.push_back(link[q]);
+          end.push_back(end[q]);
+          std::vector<int32_t> copied = keys[q];
+          for (int32_t k : copied) {
+            const int32_t target = trans[at(q, k)];
+            trans.emplace(at(clone, k), target);
+          }
+          keys.push_back(std::move(copied));
+          for (; p != -1; p = link[p]) {
+            auto it = trans.find(at(p, c));
+            if (it == trans.end() || it->second != q) break;
+            it->second = clone;
+          }
+          link[q] = link[cur] = clone;
+        }
+      }
+      last = cur;
+    }
+    SuffixAutomaton automaton;
+    std::vector<int64_t> after(n + 1, 0);  // bytes of the first i characters
+    for (size_t i = 0; i < n; ++i) after[i + 1] = after[i] + utf8_length(code_points[i]);
+    const size_t states = length.size();
+    automaton.offsets.reserve(states + 1);
+    automaton.offsets.push_back(0);
+    automaton.remaining.reserve(states);
+    for (size_t s = 0; s < states; ++s) {
+      std::vector<int32_t>& own = keys[s];
+      std::sort(own.begin(), own.end());
+      for (int32_t k : own) {
+        automaton.keys.push_back(k);
+        automaton.targets.push_back(trans[at(static_cast<int32_t>(s), k)]);
+      }
+      automaton.offsets.push_back(static_cast<int32_t>(automaton.keys.size()));
+      automaton.remaining.push_back(end[s] < 0 ? after[n] : after[n] - after[end[s] + 1]);
+      std::vector<int32_t>().swap(own);
+    }
+    index = static_cast<int32_t>(substrings_.size());
+    substring_states_ += states;
+    substrings_.push_back(std::move(automaton));
+    substring_index_.emplace(key, index);
+  }
+  const SuffixAutomaton& automaton = substrings_[index];
+  if (state < 0 || static_cast<size_t>(state) + 1 >= automaton.offsets.size()) {
+    throw std::invalid_argument("substring_of: no such automaton state");
+  }
+  const int32_t size = pending_size(pending);
+  if (size < 0 || size > 3 || (size == 0 && pending != 0) || (pending & ((1 << (8 * (3 - size))) - 1)) != 0) {
+    throw std::invalid_argument("substring_of: bad pending bytes");
+  }
+  if (size > 0) {  // a proper prefix of a character with a transition from the state
+    uint8_t data[3];
+    for (int32_t i = 0; i < size; ++i) data[i] = pending_byte(pending, i);
+    int32_t lo = 0, hi = 0;
+    bool whole = false;
+    const auto first = automaton.keys.begin() + automaton.offsets[state];
+    const auto last = automaton.keys.begin() + automaton.offsets[state + 1];
+    if (!prefix_range(data, size, lo, hi, whole) || whole) {
+      throw std::invalid_argument("substring_of: the pending bytes are no proper prefix of a character");
+    }
+    const auto it = std::lower_bound(first, last, lo);
+    if (it == last || *it > hi) throw std::invalid_argument("substring_of: a state that is not live");
+  }
+  return substring_node(index, state, pending);
+}
+
+int32_t ExprArena::substring_node(int32_t automaton, int32_t state, int32_t pending) {
+  Node node;
+  node.kind = kSubstring;
+  node.a = automaton;
+  node.b = state;
+  node.c = pending;
+  node.nullable = state != 0 && pending == 0;
+  return intern(node, nullptr, 0);
+}
+
+int32_t ExprArena::substring_derivative(int32_t node, int32_t byte) {
+  const Node n = nodes_[node];
+  const SuffixAutomaton& automaton = substrings_[n.a];
+  const int32_t size = pending_size(n.c);
+  uint8_t data[4];
+  for (int32_t i = 0; i < size; ++i) data[i] = pending_byte(n.c, i);
+  data[size] = static_cast<uint8_t>(byte);
+  int32_t lo = 0, hi = 0;
+  bool whole = false;
+  if (!prefix_range(data, size + 1, lo, hi, whole)) return kNothingId;
+  const auto first = automaton.keys.begin() + automaton.offsets[n.b];
+  const auto last = automaton.keys.begin() + automaton.offsets[n.b + 1];
+  const auto it = std::lower_bound(first, last, lo);
+  if (it == last || *it > hi) return kNothingId;
+  if (whole) return substring_node(n.a, automaton.targets[static_cast<size_t>(it - automaton.keys.begin())], 0);
+  int32_t pending = (size + 1) << 24;
+  for (int32_t i = 0; i <= size; ++i) pending |= int32_t{data[i]} << (16 - 8 * i);
+  return substring_node(n.a, n.b, pending);
+}
+
+ExprArena::ByteMask ExprArena::substring_first_bytes(int32_t node) const {
+  const Node& n = nodes_[node];
+  const SuffixAutomaton& automaton = substrings_[n.a];
+  ByteMask found{0, 0, 0, 0};
+  const int32_t* keys = automaton.keys.data();
+  int32_t from = automaton.offsets[n.b], to = automaton.offsets[n.b + 1];
+  const int32_t size = pending_size(n.c);
+  if (size == 0) {
+    for (int32_t i = from; i < to; ++i) {
+      const int32_t c = keys[i];
+      const int32_t lead = c < 0x80      ? c
+                           : c < 0x800   ? 0xC0 | (c >> 6)
+                           : c < 0x10000 ? 0xE0 | (c >> 12)
+                                         : 0xF0 | (c >> 18);
+      set_range(found, lead, lead);
+    }
+    return found;
+  }
+  uint8_t data[3];
+  for (int32_t i = 0; i < size; ++i) data[i] = pending_byte(n.c, i);
+  int32_t lo = 0, hi = 0;
+  bool whole = false;
+  prefix_range(data, size, lo, hi, whole);  // live: a proper prefix
+  from = static_cast<int32_t>(std::lower_bound(keys + from, keys + to, lo) - keys);
+  to = static_cast<int32_t>(std::upper_bound(keys + from, keys + to, hi) - keys);
+  const int32_t shift = 6 * (utf8_length(lo) - size - 1);
+  for (int32_t i = from; i < to; ++i) {
+    const int32_t byte = 0x80 | ((keys[i] >> shift) & 0x3F);
+    set_range(found, byte, byte);
+  }
+  return found;
 }
 
 // ------------------------------------------------------------------ decimal divisibility

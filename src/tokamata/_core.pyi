@@ -74,6 +74,9 @@ class ExprArena:
     def text_depth(self, node: int) -> int: ...
     @property
     def size(self) -> int: ...
+    @property
+    def footprint(self) -> int:
+        """Nodes plus the states of the substring leaves' suffix automata."""
 
 class DerivativeDfa:
     """A grammar lexer's byte DFA over arena expressions, expanded natively (the expander of

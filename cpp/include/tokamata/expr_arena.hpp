@@ -15,12 +15,15 @@
 //   max_dfa_states), in boolean.py's order (a divisibility leaf's hint, the first byte of its
 //   shortest completion, is tried first).
 // - Nodes come from Python by import_nodes (post-order records, see there) or as
-//   derivatives. Every kind of derivatives.py and boolean.py is native, the two parametric
-//   leaves included (expr_leaves.cpp): UNTIL (text until a stop string: a stop index into a
-//   side table of stop strings, the KMP position, and the rest of the character in
-//   progress) and DECMOD (decimal divisibility: k, phase and fraction digits read as fields,
-//   the modulus p and the remainder r as base-10^9 numbers in the payload, so any p Python
-//   accepts is exact). Nothing calls back into Python.
+//   derivatives. Every kind of derivatives.py, boolean.py and substrings.py is native, the
+//   three parametric leaves included (expr_leaves.cpp): UNTIL (text until a stop string: a
+//   stop index into a side table of stop strings, the KMP position, and the rest of the
+//   character in progress), DECMOD (decimal divisibility: k, phase and fraction digits read
+//   as fields, the modulus p and the remainder r as base-10^9 numbers in the payload, so any
+//   p Python accepts is exact) and SUBSTRING (the non-empty substrings of a text: an index
+//   into a side table of suffix automata over the text's code points, built here in linear
+//   time, keyed by the code points so equal texts share one; the automaton state; the bytes
+//   read of the character in progress). Nothing calls back into Python.
 // - cuts(node) are the bytes (1..255) where the node's derivative may change; the derivative
 //   is memoized per node and per class between two cuts.
 // - Not thread-safe by itself: every caller holds mutex() (recursive, so that locked entry
@@ -52,6 +55,7 @@ enum ExprKind : uint8_t {  // the numbers of derivatives.py's Kind
   kAnd = 9,
   kDiff = 10,
   kDecmod = 11,
+  kSubstring = 12,
 };
 
 class ExprArena {
@@ -83,8 +87,12 @@ class ExprArena {
   //            n, the n bytes of the stop string (non-empty valid UTF-8)
   //   AND:     9, n, n members            DIFF: 10, first, second
   //   DECMOD:  11, k, phase, t, n, n limbs of p, m, m limbs of r (base 10^9, low first)
-  // AND and DIFF are trusted to be non-empty (Python decided); UNTIL and DECMOD records go
-  // through the constructors below (a DECMOD state that cannot be completed is NOTHING).
+  //   SUBSTRING: 12, state, pending (the bytes read of the character in progress: their count
+  //            << 24, then the bytes from bit 23 down, first byte highest), n, the n code
+  //            points of the text (no surrogates; n > 0)
+  // AND and DIFF are trusted to be non-empty (Python decided); UNTIL, DECMOD and SUBSTRING
+  // records go through the constructors below (a DECMOD state that cannot be completed is
+  // NOTHING; a SUBSTRING state that is not live is refused).
   std::vector<int32_t> import_nodes(const int32_t* records, size_t size);
 
   int32_t byte_set(const ByteMask& mask);
@@ -100,6 +108,10 @@ class ExprArena {
   // boolean.decimal_multiple(p, k) in the state (phase, remainder r < p, fraction digits t).
   int32_t decimal_state(const Decimal& p, int32_t k, int32_t phase, const Decimal& r, int32_t t);
   int32_t decimal_multiple(uint64_t p, int32_t k);
+  // substrings.substring_of(text) (text as n > 0 code points) in the state (automaton state,
+  // pending bytes packed as in the import record); invalid_argument for a bad text or a state
+  // that is not live.
+  int32_t substring_of(const int32_t* code_points, size_t n, int32_t state = 0, int32_t pending = 0);
 
   int32_t derivative(int32_t node, int32_t byte);
   const std::vector<uint8_t>& cuts(int32_t node);
@@ -115,6 +127,9 @@ class ExprArena {
   int32_t text_depth(int32_t node);
 
   size_t size() const { return nodes_.size(); }
+  // What the arena holds, in nodes: its nodes plus the states of its suffix automata (each
+  // about a node's memory with its transitions); native.py starts a new arena past a bound.
+  size_t footprint() const { return nodes_.size() + substring_states_; }
   int32_t check(int32_t node) const;
   bool nullable(int32_t node) const { return nodes_[check(node)].nullable; }
 
@@ -124,7 +139,8 @@ class ExprArena {
     bool nullable = false;
     int32_t a = 0, b = 0, c = 0;     // CONCAT (first, second), REPEAT (item, low, high), TAGGED
                                      // (item, tag), UTF8 (pending), DIFF (first, second),
-                                     // UNTIL (stop index, matched, pending), DECMOD (k, phase, t)
+                                     // UNTIL (stop index, matched, pending), DECMOD (k, phase, t),
+                                     // SUBSTRING (automaton index, state, pending bytes)
     uint32_t offset = 0, count = 0;  // BYTES: mask index; UTF8: range words; ALT/AND: members;
                                      // DECMOD: p's limb count, p's limbs, r's limbs
     int32_t cuts = -1;               // index into cuts_
@@ -140,6 +156,11 @@ class ExprArena {
   struct Stop {  // an UNTIL leaf's stop string and its KMP failure function
     std::string bytes;
     std::vector<int32_t> fail;
+  };
+  struct SuffixAutomaton {  // a SUBSTRING leaf's automaton: transitions of state s are
+    std::vector<int32_t> offsets;       // keys/targets[offsets[s] .. offsets[s + 1]),
+    std::vector<int32_t> keys, targets;  // sorted by code point
+    std::vector<int64_t> remaining;     // the most bytes a path from the state spells
   };
 
   static uint64_t hash_of(int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload, size_t words);
@@ -160,6 +181,9 @@ class ExprArena {
   int32_t until_node(int32_t stop, int32_t matched, int32_t pending);
   int32_t until_derivative(int32_t node, int32_t byte);
   int32_t decmod_derivative(int32_t node, int32_t byte);
+  int32_t substring_node(int32_t automaton, int32_t state, int32_t pending);
+  int32_t substring_derivative(int32_t node, int32_t byte);
+  ByteMask substring_first_bytes(int32_t node) const;
   Decimal decmod_modulus(int32_t node) const;
   Decimal decmod_remainder(int32_t node) const;
   int32_t decmod_hint(int32_t node) const;
@@ -178,6 +202,9 @@ class ExprArena {
   std::vector<ByteMask> firsts_;
   std::vector<Stop> stops_;
   std::unordered_map<std::string, int32_t> stop_index_;
+  std::vector<SuffixAutomaton> substrings_;
+  std::unordered_map<std::string, int32_t> substring_index_;  // code points (as bytes) -> index
+  size_t substring_states_ = 0;
   int32_t any_char_ = -1;
   std::vector<int32_t> payload_;  // UTF8 ranges and ALT/AND members
   std::vector<std::vector<uint8_t>> cuts_;

@@ -45,6 +45,8 @@ def inside_character(node: d.Expr) -> bool:
         return all(inside_character(m) for m in node.args)
     if kind == d.Kind.UNTIL:
         return node.args[2] is not None and inside_character(node.args[2])
+    if kind == d.Kind.SUBSTRING:  # (automaton, state, pending bytes of a character)
+        return bool(node.args[2])
     if kind == d.Kind.TAGGED:
         return inside_character(node.args[0])
     return False

@@ -38,10 +38,11 @@ UNBOUNDED = -1
 class Kind:
     """The kind of an expression node (``Expr.kind``), as plain ints: the C++ arena's
     ``ExprKind`` uses the same numbers, for every kind (cpp/include/tokamata/expr_arena.hpp).
-    AND, DIFF and DECMOD are built in :mod:`.boolean`."""
+    AND, DIFF and DECMOD are built in :mod:`.boolean`, SUBSTRING in :mod:`.substrings`."""
 
     NOTHING, EPSILON, BYTES, UTF8, CONCAT, ALT, REPEAT, TAGGED, UNTIL = range(9)
     AND, DIFF, DECMOD = 9, 10, 11
+    SUBSTRING = 12
 
 
 # (module-level copies for this module's own hot paths)
@@ -50,7 +51,7 @@ _AND, _DIFF, _DECMOD = 9, 10, 11
 _DECMOD_CUTS = (0x2E, 0x2F) + tuple(range(0x30, 0x3B))
 
 _lock = threading.Lock()
-_KINDS = 12
+_KINDS = 13
 #: one intern table per node kind, keyed by the node's args (no key tuple per lookup, and
 #: one object fewer per node for the garbage collector to traverse)
 _tables: Tuple[Dict[tuple, "Expr"], ...] = tuple({} for _ in range(_KINDS))
@@ -182,6 +183,8 @@ def _set_facts(node: Expr, kind: int, args: tuple) -> None:
             else first._leaf_cuts | second._leaf_cuts
         node._longest = first._longest
         node._infinite = first._infinite and second._longest is not None
+    elif kind in _KIND_FACTS:
+        _KIND_FACTS[kind](node)
     else:  # UNTIL, DECMOD: unbounded, infinite
         if kind == _DECMOD:  # its leaves: the digit and point markers after the parameters
             cuts = 0
@@ -230,17 +233,28 @@ def describe(node: Expr, depth: int = 0) -> str:
     return _describe(node, depth)
 
 #: the derivative and the description of the kinds defined by other modules (AND, DIFF and
-#: DECMOD: automata/boolean.py), registered by them when imported; a node of such a kind is
-#: only ever built by its module, so its entry exists before the node does
+#: DECMOD: automata/boolean.py; SUBSTRING: automata/substrings.py), registered by them when
+#: imported; a node of such a kind is only ever built by its module, so its entry exists
+#: before the node does. A leaf kind also registers its first bytes, cuts and facts (the
+#: kinds of boolean.py have theirs written out here).
 _KIND_DERIVATIVE: dict = {}
 _KIND_DESCRIBE: dict = {}
+_KIND_FIRST: dict = {}
+_KIND_CUTS: dict = {}
+_KIND_FACTS: dict = {}
 
 
-def register_kind(kind: int, derivative_of, describe) -> None:
+def register_kind(kind: int, derivative_of, describe, first_bytes=None, cuts=None, facts=None) -> None:
     """Register how nodes of ``kind`` (>= AND) are derived (``derivative_of(node, byte)``) and
-    described (``describe(node, depth)``)."""
+    described (``describe(node, depth)``); for a leaf kind, also its exact first-byte mask
+    (``first_bytes(node)``), its cuts (``cuts(node)``) and the facts of ``_set_facts``
+    (``facts(node)`` sets them on a new node)."""
     _KIND_DERIVATIVE[kind] = derivative_of
     _KIND_DESCRIBE[kind] = describe
+    if first_bytes is not None:
+        _KIND_FIRST[kind] = first_bytes
+        _KIND_CUTS[kind] = cuts
+        _KIND_FACTS[kind] = facts
 
 _CONTINUATION_MASK = sum(1 << b for b in range(0x80, 0xC0))
 CONTINUATION_BYTES = _CONTINUATION_MASK  #: the byte mask of UTF-8 continuation bytes (0x80..0xBF)
@@ -555,6 +569,8 @@ def first_bytes(node: Expr) -> int:
         found = first_bytes(node.args[0])
     elif kind == _DECMOD:
         found = _DECMOD_FIRST
+    elif kind in _KIND_FIRST:
+        found = _KIND_FIRST[kind](node)
     else:  # NOTHING, EPSILON
         found = 0
     node._first = found
@@ -642,6 +658,8 @@ def cuts(node: Expr) -> Tuple[int, ...]:
         result = tuple(sorted(merged))
     elif kind == _DECMOD:
         result = _DECMOD_CUTS
+    elif kind in _KIND_CUTS:
+        result = _KIND_CUTS[kind](node)
     else:
         result = cuts(node.args[0])
     node._cuts = result

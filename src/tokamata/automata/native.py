@@ -9,13 +9,15 @@ Invariants:
 - Every kind is imported as plain data, the parametric leaves included: text until a stop
   string as its stop bytes, KMP position and pending character; decimal divisibility as
   ``k``, phase and fraction digits read, with ``p`` and the remainder as base-10**9 limbs
-  (exact for any size). The arena derives all of them natively (no callback into Python),
-  and its constructors normalize as the Python ones do, so a language reached in either
-  space has one node.
+  (exact for any size); a substring leaf as its state, pending bytes (packed in one int) and
+  the text's code points (the arena builds, once per text, the suffix automaton that Python
+  builds only for its own derivatives). The arena derives all of them natively (no
+  callback into Python), and its constructors normalize as the Python ones do, so a
+  language reached in either space has one node.
 - ``clear_interned()`` (``tokamata.clear_caches``) starts a new bridge (a new arena and
-  generation) once the arena holds more than ``ARENA_NODES_KEPT`` nodes. Lexers made before
-  keep their arena (and keep working); expressions memoized for an older generation are
-  imported again when used.
+  generation) once the arena's footprint (its nodes plus its suffix automata's states) is
+  more than ``ARENA_NODES_KEPT``. Lexers made before keep their arena (and keep working);
+  expressions memoized for an older generation are imported again when used.
 - Structural keys of native lexer states are ``key_base`` + node id, where ``key_base``
   (bit 62 and the generation) keeps them apart from the Python engine's keys (expression
   ids, far below 2**62) and from other generations' keys, in the shared row caches.
@@ -107,6 +109,7 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
     order: list[d.Expr] = []
     CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.BYTES, d.Kind.UTF8
     AND, DIFF, UNTIL, DECMOD = d.Kind.AND, d.Kind.DIFF, d.Kind.UNTIL, d.Kind.DECMOD
+    SUBSTRING = d.Kind.SUBSTRING
     stack = [node]
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
@@ -166,6 +169,12 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
             records.extend((kind, args[1], args[2], args[4]))
             _limbs(args[0], records)
             _limbs(args[3], records)
+        elif kind == SUBSTRING:  # state, pending bytes (count << 24, then the bytes), text
+            pending = args[2]
+            code_points = args[0].code_points
+            packed = len(pending) << 24 | int.from_bytes(pending + bytes(3 - len(pending)), "big")
+            records.extend((kind, args[1], packed, len(code_points)))
+            records.extend(code_points)
         else:
             raise TypeError(f"no native import for expression kind {kind}")
         top._native = in_batch - len(order)
@@ -198,10 +207,10 @@ def bridge() -> Bridge:
 
 def reset(force: bool = False) -> None:
     """Start a new arena with the next use (lexers made before keep theirs), if the current
-    one holds more than :data:`ARENA_NODES_KEPT` nodes or ``force``."""
+    one's footprint is more than :data:`ARENA_NODES_KEPT` nodes or ``force``."""
     global _bridge
     with _bridge_lock:
-        if _bridge is not None and (force or _bridge.arena.size > ARENA_NODES_KEPT):
+        if _bridge is not None and (force or _bridge.arena.footprint > ARENA_NODES_KEPT):
             _bridge = None
 
 

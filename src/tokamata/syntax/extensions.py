@@ -23,7 +23,11 @@ Wildcards over **text** (byte languages, ordinary terminals):
   may start it when a non-space character follows; it contains no ``:`` followed by a space
   or tab, no ``#`` after a space or tab, and it does not end with whitespace or ``:``.
 - ``TEXT_UNTIL(stop)``: text up to and including the first occurrence of ``stop``.
-- ``SUBSTRING_OF(text)`` (sugar): any substring of ``text``, characters not bytes.
+- ``SUBSTRING_OF(text)`` (sugar): any substring of ``text``, characters not bytes: one
+  native leaf over the suffix automaton of the text's characters
+  (:func:`tokamata.automata.substrings.substring_of`, re-exported here), so compile time and
+  states are linear in the text (100,000 characters compile in about 0.1 s). The leaf is the
+  non-empty substrings (a Lark terminal); the regex front end adds the empty string.
 
 Sugar: ``DELIMITED_LIST(item, delimiter, min, max)`` (``min`` to ``max`` items joined by
 the delimiter) and ``DELIMITED_SUBSEQUENCE_OF(items, delimiter)`` (a non-empty ordered
@@ -57,8 +61,8 @@ import threading
 from typing import TYPE_CHECKING, Sequence
 
 from ..automata import derivatives as d
+from ..automata.substrings import substring_of
 from ..caches import register_vocabulary_cache
-from ..deadline import check_deadline
 
 if TYPE_CHECKING:
     from ..grammar.builder import GrammarBuilder, Origin
@@ -198,71 +202,3 @@ def delimited_subsequence_symbols(b: "GrammarBuilder", items: Sequence[list[int]
         later = lhs
     assert later is not None
     return [later]
-
-
-def _suffix_automaton(data: bytes) -> tuple[list[int], list[dict[int, int]], list[int]]:
-    """(length, transitions, an end position) per state of the suffix automaton of ``data``
-    (the standard online construction: at most 2n states and 3n transitions)."""
-    trans: list[dict[int, int]] = [{}]
-    length, link, end = [0], [-1], [-1]
-    last = 0
-    for i, c in enumerate(data):
-        cur = len(length)
-        length.append(length[last] + 1)
-        link.append(-1)
-        trans.append({})
-        end.append(i)
-        p = last
-        while p != -1 and c not in trans[p]:
-            trans[p][c] = cur
-            p = link[p]
-        if p == -1:
-            link[cur] = 0
-        else:
-            q = trans[p][c]
-            if length[p] + 1 == length[q]:
-                link[cur] = q
-            else:
-                clone = len(length)
-                length.append(length[p] + 1)
-                link.append(link[q])
-                trans.append(dict(trans[q]))
-                end.append(end[q])
-                while p != -1 and trans[p].get(c) == q:
-                    trans[p][c] = clone
-                    p = link[p]
-                link[q] = link[cur] = clone
-        last = cur
-    return length, trans, end
-
-
-def substring_of(text: bytes) -> d.Expr:
-    """Any non-empty substring of ``text`` (valid UTF-8) that is a sequence of whole
-    characters: the suffix automaton of ``text`` (an acyclic DFA) written as shared
-    expressions, one alternation per state, so states and nodes are linear in ``len(text)``.
-    A substring starts at a character boundary (its first byte is no continuation byte) and
-    ends at one (a state accepts iff its end positions end a character).
-
-    >>> e = substring_of("héllo".encode())
-    >>> [matches(e, s.encode()) for s in ("él", "llo", "hl", "")]
-    [True, True, False, False]
-    """
-    length, trans, end = _suffix_automaton(text)
-    size = len(text)
-    by_length: list[list[int]] = [[] for _ in range(size + 1)]
-    for state, n in enumerate(length):
-        by_length[n].append(state)
-    exprs: list[d.Expr] = [d.NOTHING] * len(length)
-    bytes_ = [d.byte_set(1 << b) for b in range(256)]
-    for n in range(size, -1, -1):
-        for state in by_length[n]:
-            options = [d.concat(bytes_[b], exprs[t]) for b, t in trans[state].items()
-                       if state or not 0x80 <= b < 0xC0]
-            if state:
-                p = end[state]
-                if p + 1 == size or not 0x80 <= text[p + 1] < 0xC0:
-                    options.append(d.EPSILON)
-            exprs[state] = d.alternation(*options)
-        if not n & 4095:
-            check_deadline()
-    return exprs[0]

@@ -410,7 +410,8 @@ class _Lowering:
             return text_wildcard(node.name, self.limits)
         if node.name == "SUBSTRING_OF":
             assert node.argument is not None
-            return ext.substring_of(self.encode(node.argument.value, node.argument.span))
+            self.encode(node.argument.value, node.argument.span)  # (refuses a lone surrogate)
+            return ext.substring_of(node.argument.value)
         assert node.delimiter is not None
         delimiter = self.expr(node.delimiter)
         items = [self.expr(item) for item in node.items]

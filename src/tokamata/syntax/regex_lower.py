@@ -75,7 +75,7 @@ def _extension(node: ast.Extension) -> d.Expr:
             raise InvalidSyntax(f"{name} text with a lone surrogate has no UTF-8 spelling", span=node.span) from None
         if name == "TEXT_UNTIL":
             return d.text_until(text)
-        return d.alternation(ext.substring_of(text), d.EPSILON)  # the empty substring too: `s in text`
+        return d.alternation(ext.substring_of(node.argument), d.EPSILON)  # the empty substring too: `s in text`
     assert node.delimiter is not None
     delimiter = lower(node.delimiter)
     if name == "DELIMITED_LIST":
