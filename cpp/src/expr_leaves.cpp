@@ -23,7 +23,6 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 #include "expr_arena_detail.hpp"
 #include "tokamata/expr_arena.hpp"
@@ -159,6 +158,133 @@ bool prefix_range(const uint8_t* data, int32_t size, int32_t& lo, int32_t& hi, b
 
 int32_t utf8_length(int32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
 
+// Transitions of a suffix automaton under construction: (state, code point) -> target, open
+// addressing (at most half full), and each state's transitions as a list for cloning.
+class Transitions {
+ public:
+  Transitions() : slots_(1024, kEmpty), targets_(1024, 0) {}
+  // The target's slot for (state, c); -1 when absent.
+  int64_t find(int32_t state, int32_t c) const {
+    const uint64_t key = pack(state, c);
+    for (size_t i = hash(key) & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i] == key) return static_cast<int64_t>(i);
+      if (slots_[i] == kEmpty) return -1;
+    }
+  }
+  int32_t target(int64_t slot) const { return targets_[static_cast<size_t>(slot)]; }
+  void retarget(int64_t slot, int32_t target) { targets_[static_cast<size_t>(slot)] = target; }
+  void add(int32_t state, int32_t c, int32_t target) {  // (state, c) is absent
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    place(pack(state, c), target);
+    ++used_;
+    if (static_cast<size_t>(state) >= head_.size()) head_.resize(static_cast<size_t>(state) + 1, -1);
+    edge_key_.push_back(c);
+    edge_next_.push_back(head_[state]);
+    head_[state] = static_cast<int32_t>(edge_key_.size() - 1);
+  }
+  // The code points with a transition from state (unsorted).
+  void keys(int32_t state, std::vector<int32_t>& out) const {
+    out.clear();
+    if (static_cast<size_t>(state) >= head_.size()) return;
+    for (int32_t e = head_[state]; e >= 0; e = edge_next_[e]) out.push_back(edge_key_[e]);
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  static uint64_t pack(int32_t state, int32_t c) { return (static_cast<uint64_t>(state) << 32) | static_cast<uint32_t>(c); }
+  static uint64_t hash(uint64_t key) {  // splitmix64's finalizer
+    key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    key = (key ^ (key >> 27)) * 0x94d049bb133111ebULL;
+    return key ^ (key >> 31);
+  }
+  void place(uint64_t key, int32_t target) {
+    size_t i = hash(key) & (slots_.size() - 1);
+    while (slots_[i] != kEmpty) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = key;
+    targets_[i] = target;
+  }
+  void grow() {
+    std::vector<uint64_t> old_slots(slots_.size() * 2, kEmpty);
+    std::vector<int32_t> old_targets(targets_.size() * 2, 0);
+    old_slots.swap(slots_);
+    old_targets.swap(targets_);
+    for (size_t i = 0; i < old_slots.size(); ++i) {
+      if (old_slots[i] != kEmpty) place(old_slots[i], old_targets[i]);
+    }
+  }
+  std::vector<uint64_t> slots_;
+  std::vector<int32_t> targets_;
+  size_t used_ = 0;
+  std::vector<int32_t> head_, edge_key_, edge_next_;
+};
+
+// The suffix automaton of code_points[0..n) by the online construction (substrings.py's
+// order of states), as sorted transition lists per state, and per state the most bytes a
+// path from it spells (the text after the state's first end position).
+void build_suffix_automaton(const int32_t* code_points, size_t n, std::vector<int32_t>& offsets,
+                            std::vector<int32_t>& keys, std::vector<int32_t>& targets,
+                            std::vector<int64_t>& remaining) {
+  std::vector<int32_t> length{0}, link{-1}, end{-1};
+  length.reserve(2 * n + 1);
+  link.reserve(2 * n + 1);
+  end.reserve(2 * n + 1);
+  Transitions trans;
+  std::vector<int32_t> copied;
+  int32_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t c = code_points[i];
+    const int32_t cur = static_cast<int32_t>(length.size());
+    length.push_back(length[last] + 1);
+    link.push_back(-1);
+    end.push_back(static_cast<int32_t>(i));
+    int32_t p = last;
+    int64_t slot = -1;
+    for (; p != -1; p = link[p]) {
+      slot = trans.find(p, c);
+      if (slot >= 0) break;
+      trans.add(p, c, cur);
+    }
+    if (p == -1) {
+      link[cur] = 0;
+    } else {
+      const int32_t q = trans.target(slot);
+      if (length[p] + 1 == length[q]) {
+        link[cur] = q;
+      } else {
+        const int32_t clone = static_cast<int32_t>(length.size());
+        length.push_back(length[p] + 1);
+        link.push_back(link[q]);
+        end.push_back(end[q]);
+        trans.keys(q, copied);
+        for (auto it = copied.rbegin(); it != copied.rend(); ++it) trans.add(clone, *it, trans.target(trans.find(q, *it)));
+        for (; p != -1; p = link[p]) {
+          const int64_t at = trans.find(p, c);
+          if (at < 0 || trans.target(at) != q) break;
+          trans.retarget(at, clone);
+        }
+        link[q] = link[cur] = clone;
+      }
+    }
+    last = cur;
+  }
+  std::vector<int64_t> after(n + 1, 0);  // bytes of the first i characters
+  for (size_t i = 0; i < n; ++i) after[i + 1] = after[i] + utf8_length(code_points[i]);
+  const size_t states = length.size();
+  offsets.assign(1, 0);
+  offsets.reserve(states + 1);
+  remaining.reserve(states);
+  for (size_t s = 0; s < states; ++s) {
+    trans.keys(static_cast<int32_t>(s), copied);
+    std::sort(copied.begin(), copied.end());
+    for (int32_t k : copied) {
+      keys.push_back(k);
+      targets.push_back(trans.target(trans.find(static_cast<int32_t>(s), k)));
+    }
+    offsets.push_back(static_cast<int32_t>(keys.size()));
+    remaining.push_back(end[s] < 0 ? after[n] : after[n] - after[end[s] + 1]);
+  }
+}
+
 int32_t pending_size(int32_t pending) { return pending >> 24; }
 
 uint8_t pending_byte(int32_t pending, int32_t i) { return static_cast<uint8_t>(pending >> (16 - 8 * i)); }
@@ -245,72 +371,9 @@ int32_t ExprArena::substring_of(const int32_t* code_points, size_t n, int32_t st
         throw std::invalid_argument("substring_of: the text must be code points without surrogates");
       }
     }
-    // the online construction; transitions in one hash map keyed (state, code point), each
-    // state's code points listed for cloning
-    std::vector<int32_t> length{0}, link{-1}, end{-1};
-    std::vector<std::vector<int32_t>> keys(1);
-    std::unordered_map<uint64_t, int32_t> trans;
-    trans.reserve(3 * n + 16);
-    auto at = [](int32_t state, int32_t c) { return (static_cast<uint64_t>(state) << 32) | static_cast<uint32_t>(c); };
-    int32_t last = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const int32_t c = code_points[i];
-      const int32_t cur = static_cast<int32_t>(length.size());
-      length.push_back(length[last] + 1);
-      link.push_back(-1);
-      end.push_back(static_cast<int32_t>(i));
-      keys.emplace_back();
-      int32_t p = last;
-      for (; p != -1; p = link[p]) {
-        auto inserted = trans.emplace(at(p, c), cur);
-        if (!inserted.second) break;
-        keys[p].push_back(c);
-      }
-      if (p == -1) {
-        link[cur] = 0;
-      } else {
-        const int32_t q = trans[at(p, c)];
-        if (length[p] + 1 == length[q]) {
-          link[cur] = q;
-        } else {
-          const int32_t clone = static_cast<int32_t>(length.size());
-          length.push_back(length[p] + 1);
-          link.push_back(link[q]);
-          end.push_back(end[q]);
-          std::vector<int32_t> copied = keys[q];
-          for (int32_t k : copied) {
-            const int32_t target = trans[at(q, k)];
-            trans.emplace(at(clone, k), target);
-          }
-          keys.push_back(std::move(copied));
-          for (; p != -1; p = link[p]) {
-            auto it = trans.find(at(p, c));
-            if (it == trans.end() || it->second != q) break;
-            it->second = clone;
-          }
-          link[q] = link[cur] = clone;
-        }
-      }
-      last = cur;
-    }
     SuffixAutomaton automaton;
-    std::vector<int64_t> after(n + 1, 0);  // bytes of the first i characters
-    for (size_t i = 0; i < n; ++i) after[i + 1] = after[i] + utf8_length(code_points[i]);
-    const size_t states = length.size();
-    automaton.offsets.reserve(states + 1);
-    automaton.offsets.push_back(0);
-    automaton.remaining.reserve(states);
-    for (size_t s = 0; s < states; ++s) {
-      std::vector<int32_t>& own = keys[s];
-      std::sort(own.begin(), own.end());
-      for (int32_t k : own) {
-        automaton.keys.push_back(k);
-        automaton.targets.push_back(trans[at(static_cast<int32_t>(s), k)]);
-      }
-      automaton.offsets.push_back(static_cast<int32_t>(automaton.keys.size()));
-      automaton.remaining.push_back(end[s] < 0 ? after[n] : after[n] - after[end[s] + 1]);
-      std::vector<int32_t>().swap(own);
-    }
+    build_suffix_automaton(code_points, n, automaton.offsets, automaton.keys, automaton.targets, automaton.remaining);
+    const size_t states = automaton.remaining.size();
     index = static_cast<int32_t>(substrings_.size());
     substring_states_ += states;
     substrings_.push_back(std::move(automaton));

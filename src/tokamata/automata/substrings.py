@@ -273,7 +273,7 @@ def _first_bytes(node: d.Expr) -> int:
 
 def _cuts(node: d.Expr) -> tuple[int, ...]:
     mask = d.first_bytes(node)
-    found = set()
+    found: set[int] = set()
     for b in range(256):
         if mask >> b & 1:
             found.update((b, b + 1))

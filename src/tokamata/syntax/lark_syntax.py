@@ -229,6 +229,11 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _COUNT_AHEAD = re.compile(r"[ \t]*[0-9]")
 
 
+#: the rest of a string literal after its opening quote, through its closing quote: an escaped
+#: quote or backslash, or any other character but a newline (a lone backslash included)
+_STRING_BODY = re.compile(r'(?:\\["\\]|[^"\n\\]|\\(?!["\\]))*"')
+
+
 class _Lexer:
     def __init__(self, source: Source) -> None:
         self.source = source
@@ -300,6 +305,10 @@ class _Lexer:
 
     def _string(self, start: int) -> _Token:
         text = self.text
+        m = _STRING_BODY.match(text, start + 1)  # (the loop below, at C speed)
+        if m is not None:
+            end = m.end()
+            return self._token("STRING", start, end + 1 if text.startswith("i", end) else end)
         i = start + 1
         while True:
             if i >= len(text) or text[i] == "\n":
@@ -412,7 +421,12 @@ def decode_literal(raw: str, start: int, source: Source) -> Literal:
     if is_regex and "\n" in raw and "x" not in flags:
         raise source.error("newlines in a regular expression need the x (verbose) flag", span)
     body_start = start + 1
-    chars = _lark_unescape(raw[1:close], body_start, source, span)
+    body = raw[1:close]
+    if "\\" not in body:  # nothing to unescape: the characters as written (linear, at C speed)
+        if not body:
+            raise source.error("empty terminals are not allowed", span)
+        return Literal(span, raw, body, flags, is_regex, tuple(range(body_start, body_start + len(body))))
+    chars = _lark_unescape(body, body_start, source, span)
     if not is_regex:
         chars = _collapse_backslashes(chars)
     if not chars:
