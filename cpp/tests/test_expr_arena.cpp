@@ -657,6 +657,52 @@ TEST(arena_text_until_cuts_and_first_bytes_are_sound) {
   }
 }
 
+TEST(arena_substring_of_accepts_exactly_the_substrings) {
+  ExprArena arena;
+  // "aé€𝄞ab": one, two, three and four UTF-8 bytes, a repeat
+  const std::vector<int32_t> text{'a', 0xE9, 0x20AC, 0x1D11E, 'a', 'b'};
+  const std::string spelled = "a\xC3\xA9\xE2\x82\xAC\xF0\x9D\x84\x9E" "ab";
+  const int32_t leaf = arena.substring_of(text.data(), text.size());
+  CHECK(!arena.nullable(leaf));
+  CHECK_EQ(arena.substring_of(text.data(), text.size()), leaf);  // one automaton per text
+  std::set<std::string> piece_set{"x", "\xC3", "\xA9", "\xE2\x82", "\xFF", "\xF0\x9D"};
+  for (size_t i = 0, start = 0; i <= spelled.size(); ++i) {  // every character, whole
+    if (i == spelled.size() || (static_cast<unsigned char>(spelled[i]) & 0xC0) != 0x80) {
+      if (i > start) piece_set.insert(spelled.substr(start, i - start));
+      start = i;
+    }
+  }
+  const std::vector<std::string> pieces(piece_set.begin(), piece_set.end());
+  int wrong = 0;
+  for (const std::string& s : all_concatenations(pieces, 4)) {
+    const int missing = utf8_missing(s);
+    const bool inside = !s.empty() && (static_cast<unsigned char>(s[0]) & 0xC0) != 0x80 &&
+                        spelled.find(s) != std::string::npos;
+    const bool live = s.empty() || (missing >= 0 && inside);
+    const bool accepted = !s.empty() && missing == 0 && inside;
+    const int32_t d = derivative_by(arena, leaf, s);
+    if ((d != kNothingNode) != live || (d != kNothingNode && arena.nullable(d) != accepted)) {
+      if (++wrong <= 5) FAIL(describe(s) + (live ? " live" : " dead") + (accepted ? ", accepted" : ""));
+    }
+    if (d != kNothingNode) {  // exact first bytes, one derivative per class
+      CHECK_EQ(arena.inside_character(d), missing > 0);
+      const std::vector<int> cls = classes_of(arena.cuts(d));
+      const ExprArena::ByteMask first = arena.first_bytes(d);
+      for (int byte = 0; byte < 256; ++byte) {
+        const int32_t next = arena.derivative(d, byte);
+        CHECK_EQ(has(first, byte), next != kNothingNode);
+        if (byte > 0 && cls[byte] == cls[byte - 1]) CHECK_EQ(next, arena.derivative(d, byte - 1));
+      }
+    }
+  }
+  CHECK_EQ(arena.footprint() - arena.size(), 7u);  // the suffix automaton of 6 characters: 7 states
+  const int32_t surrogate = 0xD800;
+  CHECK_THROWS(arena.substring_of(text.data(), 0), std::invalid_argument);
+  CHECK_THROWS(arena.substring_of(&surrogate, 1), std::invalid_argument);
+  CHECK_THROWS(arena.substring_of(text.data(), text.size(), 99), std::invalid_argument);
+  CHECK_THROWS(arena.substring_of(text.data(), text.size(), 0, 1 << 24 | 0xC4 << 16), std::invalid_argument);
+}
+
 TEST(arena_decimal_multiple_accepts_exactly_the_multiples) {
   ExprArena arena;
   const std::vector<std::string> strings = all_concatenations({"0", "1", "2", "5", "7", "9", "."}, 4);

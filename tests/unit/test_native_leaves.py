@@ -1,11 +1,12 @@
-"""The native arena's text-until and decimal-divisibility leaves (``cpp/src/expr_leaves.cpp``)
-against the Python derivative engine, their reference, and against independent oracles.
+"""The native arena's text-until, decimal-divisibility and substring leaves
+(``cpp/src/expr_leaves.cpp``) against the Python derivative engine, their reference, and against
+independent oracles.
 
 Along every byte string tried, the native state must be the import of the Python state (one
 node per language: the arena's constructors normalize as the Python ones do), NOTHING at the
 same prefixes, with the same acceptance; acceptance must also agree with an oracle that uses
 neither engine (UTF-8 decoding and ``bytes.find`` for text until a stop string, ``Decimal``
-arithmetic for divisibility). Strings are random over each case's interesting bytes, plus
+arithmetic for divisibility, UTF-8 decoding and ``str.__contains__`` for substrings). Strings are random over each case's interesting bytes, plus
 adversarial ones: overlapping stops, split characters, multiples and their neighbours, moduli
 past 64 bits; and the leaves inside intersections and differences with regexes and JSON
 Schema number ranges, whose emptiness the arena decides itself."""
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from tokamata import _core
-from tokamata.automata import boolean, native
+from tokamata.automata import boolean, native, substrings
 from tokamata.automata import derivatives as d
 from tokamata.limits import Limits
 from tokamata.syntax import regex as rx
@@ -170,3 +171,113 @@ def test_malformed_leaf_imports_are_refused():
         arena.import_nodes(np.asarray([11, 0, 0, 0, 1, 7, 1, 7], dtype=np.int32))
     ident = arena.import_nodes(np.asarray([11, 2, 0, 0, 1, 25, 0], dtype=np.int32))[0]  # multiples of 0.25
     assert arena.nullable(ident) and arena.derivative(ident, ord("x")) == 0
+
+
+# ------------------------------------------------------------------ substrings of a text
+
+SUBSTRING_TEXTS = ["a", "abab", "abcbc", "mississippi", "héllo", "€uro€", "𝄞a𝄞b𝄞", "日本語の日本", "aé€𝄞" * 3,
+                   "\x00\x7f\x80\u07ff\u0800\uffff\U00010000\U0010ffff", "ÿ\U000e0001"]
+
+
+def _substring_oracle(text: str, data: bytes) -> bool:
+    try:
+        decoded = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return decoded != "" and decoded in text
+
+
+def _leaf_states(leaf: d.Expr) -> list[d.Expr]:
+    """Every state the leaf reaches (Python derivatives, all 256 bytes)."""
+    seen, todo = {leaf.id: leaf}, [leaf]
+    while todo:
+        state = todo.pop()
+        for byte in range(256):
+            nxt = d.derivative(state, byte)
+            if nxt is not d.NOTHING and nxt.id not in seen:
+                seen[nxt.id] = nxt
+                todo.append(nxt)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("text", SUBSTRING_TEXTS, ids=ascii)
+def test_substring_leaf_agrees_state_by_state(text):
+    """Every state of the leaf, every byte: the native derivative is the import of the Python
+    one; Python's first bytes are exactly the live bytes and its classes hold one derivative
+    each; one state per automaton state at a character boundary (at most 2n), nullable iff
+    not the start."""
+    leaf = substrings.substring_of(text)
+    bridge = native.bridge()
+    arena = bridge.arena
+    states = _leaf_states(leaf)
+    automaton = substrings.automaton(text)
+    boundary = [s for s in states if not s.args[2]]
+    assert len(boundary) == automaton.num_states <= max(2 * len(text) - 1, 2)
+    for state in states:
+        ours = bridge.to_arena(state)
+        assert arena.nullable(ours) == state.nullable == (not state.args[2] and state.args[1] != 0)
+        live = 0
+        classes = (0,) + d.cuts(state)
+        for byte in range(256):
+            python = d.derivative(state, byte)
+            assert arena.derivative(ours, byte) == (0 if python is d.NOTHING else bridge.to_arena(python)), (state, byte)
+            live |= (python is not d.NOTHING) << byte
+            start = classes[sum(1 for c in classes if c <= byte) - 1]
+            assert python is d.derivative(state, start), (state, byte)
+        assert d.first_bytes(state) == live, state
+
+
+@pytest.mark.parametrize("text", SUBSTRING_TEXTS, ids=ascii)
+def test_substring_leaf_agrees_with_the_oracle(text):
+    leaf = substrings.substring_of(text)
+    rng = random.Random(text)
+    pieces = [c.encode() for c in text] + [b"x", b"\xff", b"\x80", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf4\x90"]
+    pieces += [c.encode()[:1] for c in text]
+    strings = [text[i:j].encode() for i in range(len(text)) for j in range(i, len(text) + 1)]
+    strings += [text.encode()[1:], text.encode()[:-1], text.encode() + text.encode()[:1]]
+    for _ in range(300):
+        strings.append(b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))))
+    for data in strings:
+        assert _walk(leaf, data) == _substring_oracle(text, data), data
+
+
+def test_equal_texts_share_the_leaf_and_the_native_automaton():
+    arena = _core.ExprArena()
+    text = "hello wörld"
+    records = np.asarray([12, 0, 0, len(text), *map(ord, text)], dtype=np.int32)
+    first = arena.import_nodes(records)[0]
+    size = arena.footprint
+    assert arena.import_nodes(records)[0] == first and arena.footprint == size  # one automaton per text
+    assert arena.footprint - arena.size == substrings.automaton(text).num_states
+    assert substrings.substring_of(text) is substrings.substring_of(text.encode())
+
+
+@pytest.mark.parametrize("pattern", [r"[a-z]{2,4}", r"[^x]*é[^x]*", r"(ab|ba)+"])
+def test_substring_leaf_in_intersections_and_differences(pattern):
+    text = "abcabé xba"
+    leaf, other = substrings.substring_of(text), _regex(pattern)
+    both, minus = boolean.intersection(leaf, other), boolean.difference(leaf, other)
+    for i in range(len(text)):
+        for j in range(i, len(text) + 1):
+            for data in (text[i:j].encode(), text[i:j].encode() + b"a"):
+                in_other = re.fullmatch(pattern, data.decode()) is not None
+                assert _walk(both, data) == (_substring_oracle(text, data) and in_other), data
+                assert _walk(minus, data) == (_substring_oracle(text, data) and not in_other), data
+
+
+def test_malformed_substring_imports_are_refused():
+    arena = _core.ExprArena()
+    for records, message in [
+        ([12, 0, 0, 0], "empty substring"),
+        ([12, 0, 0, 1, 0xD800], "surrogates"),
+        ([12, 0, 0, 1, 0x110000], "surrogates"),
+        ([12, 5, 0, 1, 97], "no such automaton state"),
+        ([12, 0, 1 << 24 | 0xC3 << 16, 1, 97], "not live"),  # no é in "a"
+        ([12, 0, 1 << 24 | 0x61 << 16, 1, 97], "no proper prefix"),  # "a" is a whole character
+        ([12, 0, 1 << 24 | 0xC3 << 16 | 1, 1, 0xE9], "bad pending"),  # a stray bit past the bytes
+    ]:
+        with pytest.raises(ValueError, match=message):
+            arena.import_nodes(np.asarray(records, dtype=np.int32))
+    ident = arena.import_nodes(np.asarray([12, 0, 1 << 24 | 0xC3 << 16, 1, 0xE9], dtype=np.int32))[0]
+    assert not arena.nullable(ident) and arena.nullable(arena.derivative(ident, 0xA9))
+    assert arena.derivative(ident, 0xA8) == 0 and arena.derivative(ident, ord("a")) == 0

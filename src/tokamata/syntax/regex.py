@@ -135,9 +135,9 @@ def parse_regex(pattern: str, limits: Limits) -> Node:
 #: character (what ``re.escape`` writes)
 _LITERAL_CHAR = r"(?:[^\\()\[\]{}|.*+?^$#\s\-]|\\[^0-9A-Za-z])"
 #: a TEXT_UNTIL or SUBSTRING_OF group whose body is literal text of two characters or more
-_LITERAL_ARGUMENT = re.compile(r"(\(\?P<(?:TEXT_UNTIL|SUBSTRING_OF)>)(" + _LITERAL_CHAR + "{2,})\)")
+_LITERAL_ARGUMENT = re.compile(r"(\(\?P<(?:TEXT_UNTIL|SUBSTRING_OF)>)(" + _LITERAL_CHAR + r"{2,})\)")
 #: the literal text of the extension group whose body starts here, then its ")"
-_LITERAL_BODY = re.compile("(" + _LITERAL_CHAR + "*)\\)")
+_LITERAL_BODY = re.compile("(" + _LITERAL_CHAR + r"*)\)")
 _ESCAPED = re.compile(r"\\(.)", re.DOTALL)
 
 
