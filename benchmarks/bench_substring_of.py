@@ -39,6 +39,7 @@ def main() -> None:
         vocab = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
         name = "bytes"
     rng = random.Random(0)
+    tokamata.compile_regex("warm|up", vocab).matcher().allowed_tokens()  # (the vocabulary's first use)
     print(f"vocabulary: {name}")
     print(f"{'chars':>8} {'bytes':>8} {'SAM states':>10} {'nodes':>8} {'arena':>8} {'compile s':>10} "
           f"{'first mask s':>12}")
