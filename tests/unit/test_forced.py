@@ -247,11 +247,13 @@ def test_grammars_and_schemas(tokenizer, name, kind, source):
 
 @pytest.mark.parametrize("tokenizer", sorted(TOKENIZERS))
 def test_json_schema_forces_the_required_key(tokenizer):
-    """Without spelling rules keys may be escaped (``"\\u006eame"``): the quote is forced,
-    the key is not; a closed object with a const value forces up to its end."""
+    """In natural spelling (the default) the required key is forced up to its string's quote,
+    the issue's example; with every spelling keys may be escaped (``"\\u006eame"``): the
+    quote is forced, the key is not. A closed object with a const value forces up to its end."""
     vocab = TOKENIZERS[tokenizer]().vocab
-    open_ = tokamata.compile_json_schema({"type": "object", "properties": {"name": {"type": "string"}},
-                                          "required": ["name"]}, vocab)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    assert tokamata.compile_json_schema(schema, vocab).matcher().forced_bytes() == b'{"name":"'
+    open_ = tokamata.compile_json_schema(schema, vocab, spelling="any")
     assert open_.matcher().forced_bytes() == b'{"'
     m = open_.matcher()
     head = TOKENIZERS[tokenizer]().encode('{"name":')
