@@ -1,7 +1,7 @@
 """Time to first mask of two tokamata builds on the same MaskBench schemas, interleaved.
 
 Usage: ``python benchmarks/compare_ttfm.py PYTHON_A PYTHON_B [--fraction 0.09] [--grammar-only]
-[--save PATH]``, where each PYTHON is the interpreter of an environment with one build
+[--spelling any|natural] [--save PATH]``, where each PYTHON is the interpreter of an environment with one build
 installed (e.g. a git worktree's ``.venv/bin/python`` at another commit).
 
 Both builds run in their own worker process, started once. Each schema of the sample
@@ -34,6 +34,11 @@ from tokamata import trie as _trie
 vocab = tokamata.Vocabulary.from_tokenizer_json(llama3_tokenizer_path(), eos_token_ids=[128009])
 cases, _ = load_cases(files_available(), float(sys.argv[2]), 15, None)
 grammar_only = sys.argv[3] == "1"
+import inspect, os
+# --spelling: passed to builds whose compile_json_schema has the option (older builds have one spelling)
+spelling = ({"spelling": os.environ["TOKAMATA_COMPARE_SPELLING"]}
+            if os.environ.get("TOKAMATA_COMPARE_SPELLING")
+            and "spelling" in inspect.signature(tokamata.compile_json_schema).parameters else {})
 buf = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
 print(json.dumps([c.file + "/" + c.id for c in cases]), flush=True)
 for served, line in enumerate(sys.stdin):
@@ -49,7 +54,7 @@ for served, line in enumerate(sys.stdin):
             schema_to_grammar(case.schema_text, None, whitespace="compact", property_order="schema")
         else:
             m = tokamata.compile_json_schema(case.schema_text, vocab, whitespace="compact",
-                                             property_order="schema").matcher()
+                                             property_order="schema", **spelling).matcher()
             m.fill_bitmask(buf, 0)
         seconds = time.perf_counter() - t0
     except tokamata.TokamataError:
@@ -64,10 +69,13 @@ def main() -> None:
     ap.add_argument("python_b")
     ap.add_argument("--fraction", type=float, default=0.09, help="fraction of each MaskBench file (default 0.09)")
     ap.add_argument("--grammar-only", action="store_true", help="time schema_to_grammar alone")
+    ap.add_argument("--spelling", default=None,
+                    help="JSON spelling for builds that have the option (natural, any; default: each build's default)")
     ap.add_argument("--save", metavar="PATH", help="save per-schema seconds (A, B) as JSON")
     args = ap.parse_args()
     command = ["-c", WORKER, HERE, str(args.fraction), "1" if args.grammar_only else "0"]
-    workers = [subprocess.Popen([python] + command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ, TOKAMATA_COMPARE_SPELLING=args.spelling or "")
+    workers = [subprocess.Popen([python] + command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
                for python in (args.python_a, args.python_b)]
     names = [json.loads(w.stdout.readline()) for w in workers]
     if names[0] != names[1]:
