@@ -31,7 +31,20 @@ from ..json_spelling import natural_number
 from .model import Choice, FixedTuple, Mapping, Node, Record, Scalar, Sequence, Union
 from .values import build, fits
 
-__all__ = ["dump_json", "parse_json", "plain_number", "sorted_items"]
+__all__ = ["dump_json", "parse_json", "input_text", "plain_number", "sorted_items"]
+
+
+def input_text(text: Any) -> str:
+    """The text ``parse`` was given, as str: bytes are decoded as UTF-8 (:class:`ParseError`
+    with the bad bytes' ``span`` otherwise); anything else is :class:`InvalidArgument`."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ParseError(f"the text is not UTF-8: {error.reason}", span=(error.start, error.end)) from None
+    if not isinstance(text, str):
+        raise InvalidArgument(f"the text must be str or bytes, got {type(text).__name__}")
+    return text
 
 
 def plain_number(value: float | Decimal, path: str) -> str:
@@ -130,13 +143,7 @@ def parse_json(text: str | bytes, node: Node, compact: bool = False) -> Any:
     """The value of ``node``'s type that the JSON ``text`` spells (``compact``: with no
     whitespace outside strings, as ``whitespace="compact"`` generates; otherwise any
     whitespace ``json.loads`` takes)."""
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ParseError(f"the text is not UTF-8: {error.reason}", span=(error.start, error.end)) from None
-    if not isinstance(text, str):
-        raise InvalidArgument(f"the text must be str or bytes, got {type(text).__name__}")
+    text = input_text(text)
     if compact:
         _check_compact(text)
     try:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...errors import InvalidArgument, LimitExceeded, ParseError
 from ...limits import Limits
-from .json_text import iso_text, plain_number, sorted_items
+from .json_text import input_text, iso_text, plain_number, sorted_items
 from .model import Choice, FixedTuple, Mapping, Node, Record, Scalar, Sequence, Union, type_name
 from .scalars import PY_SHORT_ESCAPES
 from .values import ISO_CALLS, Call, Name, PyFrozenset, PySet, PyTuple, build, fits
@@ -219,13 +219,7 @@ class _Reader:
 
 def parse_python(text: str | bytes, node: Node, limits: Limits) -> Any:
     """The value of ``node``'s type that the Python ``text`` spells."""
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ParseError(f"the text is not UTF-8: {error.reason}", span=(error.start, error.end)) from None
-    if not isinstance(text, str):
-        raise InvalidArgument(f"the text must be str or bytes, got {type(text).__name__}")
+    text = input_text(text)
     reader = _Reader(text, limits)
     data = reader.value(0)
     if reader.i != len(text):
