@@ -30,10 +30,9 @@ import numpy as np
 from ..compile import recipe
 from ..constraint import Constraint, Recipe
 from ..errors import InvalidArgument, TokamataError, Unsupported, VocabularyError
-from ..matcher import Matcher
 from ..vocab import Vocabulary
 
-__all__ = ["RequestMatcher", "request_recipe", "vocabulary_from_tokenizer", "is_gbnf", "forced_bytes"]
+__all__ = ["RequestMatcher", "request_recipe", "vocabulary_from_tokenizer", "is_gbnf"]
 
 _GBNF_RULE = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_-]*\s*::=", re.MULTILINE)
 
@@ -96,13 +95,6 @@ def vocabulary_from_tokenizer(tokenizer, vocab_size: int) -> Vocabulary:
     names = {text: [i for i in ids if i < vocab_size] for text, ids in full.special_token_names.items()}
     return Vocabulary.from_token_bytes(full.token_bytes[:vocab_size], eos, size=vocab_size,
                                        special_tokens={t: ids for t, ids in names.items() if ids})
-
-
-def forced_bytes(matcher: Matcher, max_bytes: int = 256) -> bytes:
-    """The bytes every completion of the output must continue with (empty when the next
-    bytes are not determined or the output may end here), at most ``max_bytes``; the
-    matcher is not moved (:meth:`tokamata.Matcher.forced_bytes`)."""
-    return matcher.forced_bytes(max_bytes)
 
 
 class RequestMatcher:

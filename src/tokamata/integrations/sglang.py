@@ -33,7 +33,7 @@ from ..constraint_cache import ConstraintCache
 from ..errors import InvalidArgument, TokamataError
 from ..limits import Limits
 from ..matcher import fill_bitmasks
-from .serving import RequestMatcher, forced_bytes, request_recipe, vocabulary_from_tokenizer
+from .serving import RequestMatcher, request_recipe, vocabulary_from_tokenizer
 
 __all__ = ["install", "BACKEND_NAME", "TokamataGrammarObject", "TokamataGrammarBackend"]
 
@@ -117,7 +117,7 @@ def _define():
         def try_jump_forward(self, tokenizer) -> tuple[list[int], str] | None:
             if self.request.terminated or self.request.error is not None:
                 return None
-            text = _valid_utf8_prefix(forced_bytes(self.request.matcher, MAX_JUMP_BYTES))
+            text = _valid_utf8_prefix(self.request.matcher.forced_bytes(MAX_JUMP_BYTES))
             return ([], text) if text else None
 
         def jump_forward_str_state(self, helper: tuple[list[int], str]) -> tuple[str, int]:
