@@ -198,12 +198,24 @@ KINDS = [
 
 def _valid_utf8_prefix(data: bytes) -> bool:
     """Is ``data`` valid UTF-8 up to an incomplete (but so far valid) last character? Python's
-    incremental decoder raises exactly when no continuation could make it valid."""
+    incremental decoder checks the complete part; the pending bytes it keeps (it keeps a
+    surrogate's ``ED A0`` too) must complete to some character."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+        decoder.decode(data, final=False)
     except UnicodeDecodeError:
         return False
-    return True
+    pending = decoder.getstate()[0]
+    if not pending:
+        return True
+    need = {0xC: 2, 0xD: 2, 0xE: 3, 0xF: 4}[pending[0] >> 4] - len(pending)
+    for cont in range(0x80, 0xC0):
+        try:
+            (pending + bytes([cont]) + b"\x80" * (need - 1)).decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            pass
+    return False
 
 
 @pytest.mark.parametrize("tokenizer", [llama3, gemma3], ids=["llama3", "gemma3"])
