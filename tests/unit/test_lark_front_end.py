@@ -28,7 +28,8 @@ from tokamata.limits import Limits
 from tokamata.grammar.builder import GrammarBuilder
 from tokamata.syntax.lark import parse_lark
 from tokamata.syntax.lark_common import COMMON_TERMINALS, common_terminal
-from tokamata.syntax.lark_syntax import Source, decode_literal
+from tokamata.syntax.lark_ast import Source
+from tokamata.syntax.lark_literals import decode_literal
 from tokamata.vocab import Vocabulary
 
 LIMITS = Limits()

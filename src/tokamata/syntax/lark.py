@@ -79,8 +79,9 @@ from ..grammar.ir import Grammar
 from ..limits import Limits
 from .lark_common import COMMON_TERMINALS, common_terminal
 from . import extensions as ext
-from .lark_syntax import (UNBOUNDED, Alt, Definition, Extension, Ignore, Import, Json, Literal, Node, Range, Ref,
-                          Repeat, Seq, Source, Span, Special, TextUntil, parse_statements)
+from .lark_ast import (UNBOUNDED, Alt, Definition, Extension, Ignore, Import, Json, Literal, Node, Range, Ref, Repeat,
+                       Seq, Source, Span, Special, TextUntil)
+from .lark_syntax import parse_statements
 from .regex import parse_regex
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ Invariants:
   continues the alternatives (comment and blank lines in between are skipped). ``\\`` at the
   end of a line joins lines. Comments are ``//`` and ``#`` to the end of the line.
 
+The AST and :class:`Source` are :mod:`.lark_ast`; literal decoding is :mod:`.lark_literals`.
 What it does not do: resolve names or build expressions (see :mod:`tokamata.syntax.lark`).
 """
 
@@ -24,169 +25,16 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
-from typing import NoReturn, Union
+from typing import NoReturn
 
 from ..errors import InvalidSyntax, LimitExceeded, Unsupported
 from ..limits import Limits
+from .lark_ast import (UNBOUNDED, Alt, Definition, Extension, Ignore, Import, Json, Node, Range, Ref, Seq,
+                       Source, Span, Special, Statement, TextUntil, Repeat)
+from .lark_literals import decode_literal, escaping_length
 
-__all__ = ["Literal", "Range", "Ref", "Special", "TextUntil", "Extension", "Json", "Seq", "Alt", "Repeat", "Node",
-           "Definition", "Ignore", "Import", "Statement", "parse_statements", "Source"]
-
-Span = tuple[int, int]
-UNBOUNDED = -1
-
-
-class Source:
-    """The grammar text with offset -> (line, column) and located errors."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    def origin(self, offset: int) -> tuple[int, int]:
-        line = bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
-
-    def where(self, span: Span) -> str:
-        """``line L, column C`` of ``span``, for a message naming a second place."""
-        line, column = self.origin(span[0])
-        return f"line {line}, column {column}"
-
-    def error(self, message: str, span: Span) -> InvalidSyntax:
-        line, column = self.origin(span[0])
-        return InvalidSyntax(message, text=self.text, span=span, line=line, column=column)
-
-    def unsupported(self, keyword: str, reason: str, span: Span) -> Unsupported:
-        line, column = self.origin(span[0])
-        return Unsupported(keyword, reason, text=self.text, span=span, line=line, column=column)
-
-
-# ------------------------------------------------------------------------------- the AST
-
-
-@dataclass(frozen=True)
-class Literal:
-    """``"..."`` (``is_regex`` False) or ``/.../``: ``value`` decoded as Lark does, ``flags`` as
-    written, ``offsets[i]`` the source offset of ``value[i]``."""
-    span: Span
-    raw: str
-    value: str
-    flags: str
-    is_regex: bool
-    offsets: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Range:
-    """``"a".."z"``: Lark builds the regex ``[a-z]`` from the literals' raw contents."""
-    span: Span
-    raw: str
-    low: str
-    high: str
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A rule (lowercase) or terminal (uppercase) name."""
-    span: Span
-    name: str
-
-    @property
-    def is_rule(self) -> bool:
-        return not self.name.lstrip("_")[:1].isupper()
-
-
-@dataclass(frozen=True)
-class Special:
-    """``<|name|>`` (``name`` set) or ``<[ids]>`` (``ids`` set): a special token."""
-    span: Span
-    raw: str
-    name: str | None
-    ids: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class TextUntil:
-    """``%text_until "X"``: text without X, then X."""
-    span: Span
-    raw: str
-    stop: Literal
-
-
-@dataclass(frozen=True)
-class Extension:
-    """A seed 000 extension (:mod:`.extensions`): ``%text_token``, ``%paragraph_token``,
-    ``%quoted_text``, ``%unquoted_text``, ``%image`` (no argument), ``%substring_of "text"``
-    (``argument``), ``%delimited_list(item, delimiter[, min[, max]])`` (``items`` holds the
-    item) and ``%delimited_subsequence_of([a, b, ...], delimiter)``."""
-    span: Span
-    name: str  # the extension's name in capitals (TEXT_TOKEN, ...)
-    argument: "Literal | None" = None
-    items: tuple["Node", ...] = ()
-    delimiter: "Node | None" = None
-    low: int = 1
-    high: int = -1
-
-
-@dataclass(frozen=True)
-class Json:
-    """``%json {...}``: a JSON Schema (already ``json.loads``-ed); ``%json any {...}`` or
-    ``%json natural {...}`` (the default) names its spelling."""
-    span: Span
-    schema: object
-    spelling: str = "natural"
-
-
-@dataclass(frozen=True)
-class Seq:
-    span: Span
-    items: tuple["Node", ...]
-
-
-@dataclass(frozen=True)
-class Alt:
-    span: Span
-    options: tuple["Node", ...]
-
-
-@dataclass(frozen=True)
-class Repeat:
-    """``item`` ``low``..``high`` times (``high == UNBOUNDED``: no bound)."""
-    span: Span
-    item: "Node"
-    low: int
-    high: int
-
-
-Node = Union[Literal, Range, Ref, Special, TextUntil, Extension, Json, Seq, Alt, Repeat]
-
-
-@dataclass(frozen=True)
-class Definition:
-    """``name: body`` (rule or terminal); ``mode`` is "define", "override" or "extend"."""
-    span: Span  # the name
-    name: str
-    is_rule: bool
-    body: Node
-    mode: str
-
-
-@dataclass(frozen=True)
-class Ignore:
-    span: Span
-    body: Node
-
-
-@dataclass(frozen=True)
-class Import:
-    """``%import common...``: ``names`` are (name in common.lark, local name, span)."""
-    span: Span
-    names: tuple[tuple[str, str, Span], ...]
-
-
-Statement = Union[Definition, Ignore, Import]
+__all__ = ["parse_statements"]
 
 # ------------------------------------------------------------------------------ the lexer
 
@@ -400,112 +248,6 @@ class _Lexer:
         except ValueError as e:  # a number of more digits than Python converts
             raise self.source.error(f"malformed JSON in %json: {e}", (start, end)) from None
         return schema, (start, end), spelling
-
-
-# ------------------------------------------------------------------- literals, as Lark reads them
-
-
-def decode_literal(raw: str, start: int, source: Source) -> Literal:
-    """Decode a STRING or REGEXP token (``raw`` at offset ``start``) the way Lark does."""
-    is_regex = raw[0] == "/"
-    close = raw.rfind(raw[0])
-    flags = raw[close + 1:]
-    span = (start, start + len(raw))
-    for f in flags:
-        if f not in "imslux" or (f != "i" and not is_regex):
-            raise source.error(f"unknown flag {f!r} (Lark's flags are {'imslux' if is_regex else 'i'})", span)
-    if "l" in flags:
-        raise source.error("regex flag 'l' is not a Python re flag (Lark rejects it too)", span)
-    if not is_regex and "\n" in raw:  # pragma: no cover - the lexer stops strings at newlines
-        raise source.error("newlines are not allowed in string literals", span)
-    if is_regex and "\n" in raw and "x" not in flags:
-        raise source.error("newlines in a regular expression need the x (verbose) flag", span)
-    body_start = start + 1
-    body = raw[1:close]
-    if "\\" not in body:  # nothing to unescape: the characters as written (linear, at C speed)
-        if not body:
-            raise source.error("empty terminals are not allowed", span)
-        return Literal(span, raw, body, flags, is_regex, tuple(range(body_start, body_start + len(body))))
-    chars = _lark_unescape(body, body_start, source, span)
-    if not is_regex:
-        chars = _collapse_backslashes(chars)
-    if not chars:
-        raise source.error("empty terminals are not allowed", span)
-    return Literal(span, raw, "".join(c for c, _ in chars), flags, is_regex, tuple(o for _, o in chars))
-
-
-def _lark_unescape(body: str, base: int, source: Source, span: Span) -> list[tuple[str, int]]:
-    """Lark's ``eval_escaping``, character by character with source offsets: protect every
-    backslash except before ``\\`` / ``Uuxnftr``, drop the backslash of ``\\"``, then evaluate
-    the Python escapes that remain."""
-    staged: list[tuple[str, int]] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c != "\\":
-            staged.append((c, base + i))
-            i += 1
-            continue
-        if i + 1 >= len(body):
-            raise source.error("literal ends with a lone backslash", span)
-        n2 = body[i + 1]
-        staged.append(("\\", base + i))
-        if n2 == "\\":
-            staged += [("\\", base + i), ("\\", base + i)]
-        elif n2 not in "Uuxnftr":
-            staged.append(("\\", base + i))
-        staged.append((n2, base + i + 1))
-        i += 2
-    merged: list[tuple[str, int]] = []  # Lark's w.replace('\\"', '"')
-    k = 0
-    while k < len(staged):
-        if staged[k][0] == "\\" and k + 1 < len(staged) and staged[k + 1][0] == '"':
-            merged.append(staged[k + 1])
-            k += 2
-        else:
-            merged.append(staged[k])
-            k += 1
-    out: list[tuple[str, int]] = []  # Python's string-literal escapes
-    k = 0
-    while k < len(merged):
-        c, offset = merged[k]
-        if c != "\\" or k + 1 >= len(merged):
-            out.append((c, offset))
-            k += 1
-            continue
-        n2 = merged[k + 1][0]
-        if n2 in "\\\"'":
-            out.append((n2, offset))
-            k += 2
-        elif n2 in "nftr":
-            out.append(({"n": "\n", "f": "\f", "t": "\t", "r": "\r"}[n2], offset))
-            k += 2
-        elif n2 in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[n2]
-            digits = "".join(ch for ch, _ in merged[k + 2:k + 2 + width])
-            if len(digits) < width or not set(digits) <= _HEX or int(digits, 16) > 0x10FFFF:
-                end = merged[min(k + 1 + width, len(merged) - 1)][1] + 1
-                raise source.error(f"bad \\{n2} escape (needs {width} hex digits)", (offset, end))
-            out.append((chr(int(digits, 16)), offset))
-            k += 2 + width
-        else:  # pragma: no cover - every other backslash was protected above
-            out.append((c, offset))
-            k += 1
-    return out
-
-
-def _collapse_backslashes(chars: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    out: list[tuple[str, int]] = []  # Lark's s.replace('\\\\', '\\') for strings
-    k = 0
-    while k < len(chars):
-        out.append(chars[k])
-        k += 2 if chars[k][0] == "\\" and k + 1 < len(chars) and chars[k + 1][0] == "\\" else 1
-    return out
-
-
-def escaping_length(content: str, start: int, source: Source, span: Span) -> int:
-    """Length of ``content`` after Lark's ``eval_escaping`` (a range end must have length 1)."""
-    return len(_lark_unescape(content, start, source, span)) if content else 0
 
 
 # ------------------------------------------------------------------------------- the parser
