@@ -18,7 +18,7 @@ extendable to a full match.
 from .bitmask import allocate_bitmask
 from .caches import clear_caches
 from .compile import (compile_choice, compile_gbnf, compile_grammar, compile_grammar_ir, compile_json,
-                      compile_json_schema, compile_regex, compile_type, dumps)
+                      compile_json_schema, compile_regex, compile_structural_tag, compile_type, dumps)
 from .constraint import Constraint
 from .constraint_cache import ConstraintCache
 from .integrations.apply import apply_bitmask
@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Constraint", "ConstraintCache", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
     "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir", "compile_choice",
+    "compile_structural_tag",
     "compile_type", "dumps",
     "TokamataError", "InvalidSyntax", "Unsupported", "SchemaError", "LimitExceeded", "VocabularyError",
     "InvalidArgument", "InvalidType", "ParseError", "heal",

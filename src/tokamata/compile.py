@@ -342,9 +342,44 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling:
                            recipe=recipe)
 
 
+
+def compile_structural_tag(spec, vocab, *, whitespace: str = "compact", spelling: str = "natural",
+                           max_whitespace: int = 20, limits: Limits | None = None,
+                           characters: Characters = None) -> Constraint:
+    """Compile a structural tag (the JSON object vLLM, SGLang and XGrammar accept as
+    ``{"type": "structural_tag", "format": {...}}``, the legacy ``{"structures": [...],
+    "triggers": [...]}``, or a bare format; a dict or its JSON text): free text in which each
+    tagged section (a tool call, an answer after ``</think>``) is constrained exactly. JSON
+    Schema contents use ``whitespace``, ``max_whitespace`` and ``spelling`` as
+    :func:`compile_json_schema` does (a format's own ``max_whitespace_cnt`` wins).
+    See :mod:`tokamata.syntax.structural_tag` for what each format means; errors carry the
+    ``pointer`` into ``spec``.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"hi ", b"<f>", b"1", b"</f>", None], eos_token_ids=[4])
+    >>> tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f>"],
+    ...        "tags": [{"begin": "<f>", "content": {"type": "json_schema", "json_schema": {"type": "integer"}},
+    ...                  "end": "</f>"}]}}
+    >>> m = tokamata.compile_structural_tag(tag, vocab).matcher()
+    >>> m.consume_many([0, 1]), m.allowed_tokens().tolist()
+    (2, [2])
+    """
+    from .syntax.structural_tag import structural_tag_grammar
+
+    limits = _limits(limits)
+    allowed = _characters(characters)
+    with compile_deadline(limits):
+        grammar, report = structural_tag_grammar(spec, vocab, limits, whitespace=whitespace,
+                                                 spelling=check_spelling(spelling), max_whitespace=max_whitespace)
+        return _constraint(grammar, vocab, limits, "structural tag", allowed, approximations=report,
+                           source=spec if isinstance(spec, str) else None,
+                           recipe=_recipe("structural_tag", spec, whitespace=whitespace, spelling=spelling,
+                                          max_whitespace=max_whitespace, limits=limits, characters=characters))
+
+
 # ------------------------------------------------------------------ recipes
 
-_KINDS = ("regex", "grammar", "gbnf", "json", "json_schema", "choice")
+_KINDS = ("regex", "grammar", "gbnf", "json", "json_schema", "choice", "structural_tag")
 
 
 @dataclass(frozen=True)
@@ -378,7 +413,7 @@ def _recipe(kind: str, spec: Any, **options: Any) -> Recipe | None:
 
 def recipe(kind: str, spec: Any = None, **options: Any) -> Recipe:
     """The recipe of ``kind`` (``"regex"``, ``"grammar"``, ``"gbnf"``, ``"json"``,
-    ``"json_schema"``, ``"choice"``) with this spec and these options, as the front door of that kind records
+    ``"json_schema"``, ``"choice"``, ``"structural_tag"``) with this spec and these options, as the front door of that kind records
     it when called with them (options left out take the front door's defaults). Raises
     :class:`InvalidArgument` for an unknown kind or option, or a spec with no canonical form.
 
@@ -432,7 +467,7 @@ def build(made: Recipe, vocab) -> Constraint:
 
 _DOORS: dict[str, Callable[..., Constraint]] = {
     "regex": compile_regex, "grammar": compile_grammar, "gbnf": compile_gbnf, "json": compile_json,
-    "json_schema": compile_json_schema, "choice": compile_choice}
+    "json_schema": compile_json_schema, "choice": compile_choice, "structural_tag": compile_structural_tag}
 register_builder(build)
 
 

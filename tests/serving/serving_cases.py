@@ -26,6 +26,11 @@ REQUESTS = [
     ("GRAMMAR", 'root ::= "(" num ("," num)* ")"\nnum ::= [0-9]+', "(1,22,333)"),
     ("GRAMMAR", 'start: expr\nexpr: NUM | expr "+" expr\nNUM: /[0-9]+/', "1+22+3"),
     ("CHOICE", json.dumps(["yes", "no", "maybe (later)"]), "maybe (later)"),
+    ("STRUCTURAL_TAG", json.dumps({"type": "structural_tag", "format": {
+        "type": "triggered_tags", "triggers": ["<tool>"],
+        "tags": [{"type": "tag", "begin": "<tool>", "content": {"type": "json_schema", "json_schema": SCHEMA},
+                  "end": "</tool>"}]}}),
+     'Calling it. <tool>{"name": "Ada", "tags": []}</tool> Done.'),
 ]
 
 STOP = {128001, 128009}
@@ -54,6 +59,8 @@ def oracle_constraint(kind: str, spec: str, vocab) -> tokamata.Constraint:
         return (tokamata.compile_gbnf if "::=" in spec else tokamata.compile_grammar)(spec, vocab)
     if kind == "CHOICE":
         return tokamata.compile_regex("|".join(re.escape(c) for c in json.loads(spec)), vocab)
+    if kind == "STRUCTURAL_TAG":
+        return tokamata.compile_structural_tag(spec, vocab, whitespace="flexible", max_whitespace=4)
     raise AssertionError(kind)
 
 

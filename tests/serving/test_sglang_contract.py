@@ -22,7 +22,7 @@ from sglang.srt.constrained.base_grammar_backend import (GRAMMAR_BACKEND_REGISTR
 
 VOCAB_SIZE = 128256
 # vLLM request kinds -> SGLang keys (choice is sent as a regex by SGLang's front end)
-KEYS = {"JSON": "json", "REGEX": "regex", "GRAMMAR": "ebnf"}
+KEYS = {"JSON": "json", "REGEX": "regex", "GRAMMAR": "ebnf", "STRUCTURAL_TAG": "structural_tag"}
 
 
 @pytest.fixture(scope="module")

@@ -48,8 +48,8 @@ def test_install_makes_the_backend_name_work():
     params._validate_structured_outputs(None, StructuredOutputsConfig(backend="tokamata"), hf_tokenizer())
     assert params.structured_outputs._backend == "tokamata"
     tag = SamplingParams(structured_outputs=StructuredOutputsParams(structural_tag='{"structures": []}'))
-    with pytest.raises(vllm.exceptions.VLLMValidationError, match="structural tags"):
-        tag._validate_structured_outputs(None, StructuredOutputsConfig(backend="tokamata"), hf_tokenizer())
+    tag._validate_structured_outputs(None, StructuredOutputsConfig(backend="tokamata"), hf_tokenizer())
+    assert tag.structured_outputs._backend == "tokamata"
     assert issubclass(tv.TokamataBackend, StructuredOutputBackend)
     assert issubclass(tv.TokamataGrammar, StructuredOutputGrammar)
 
@@ -145,7 +145,9 @@ def test_reject_then_terminate_and_stop_ids(backend):
     ("GRAMMAR", 'root ::= "a" undefined', tokamata.InvalidSyntax),
     ("GRAMMAR", "start: (", tokamata.InvalidSyntax),
     ("CHOICE", "[]", tokamata.InvalidArgument),
-    ("STRUCTURAL_TAG", '{"structures": [], "triggers": []}', tokamata.Unsupported),
+    ("STRUCTURAL_TAG", '{"structures": [], "triggers": []}', tokamata.InvalidSyntax),
+    ("STRUCTURAL_TAG", '{"type": "structural_tag", "format": {"type": "json_schema", "json_schema": {}, '
+                       '"style": "qwen_xml"}}', tokamata.Unsupported),
 ])
 def test_bad_specs_fail_their_request_alone(backend, kind, spec, error):
     good = backend.compile_grammar(StructuredOutputOptions.REGEX, "ok")

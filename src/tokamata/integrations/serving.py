@@ -7,7 +7,8 @@ Invariants:
 - A request kind maps to exactly one front door (:func:`request_recipe`): JSON Schema and
   JSON object -> ``json_schema``; regex -> ``regex``; choice -> a regex alternation of the
   escaped choices; grammar -> ``gbnf`` when a rule is written ``name ::=`` (GBNF), else Lark
-  ``grammar``; structural tags -> :class:`Unsupported` until tokamata has them.
+  ``grammar``; structural tag -> ``structural_tag`` (its JSON Schema contents with the
+  request's whitespace).
 - ``stop`` ids (the request's EOS and user stop ids) are allowed exactly where the output is
   complete and end the request when accepted; elsewhere they are masked. Without ``stop``
   the vocabulary's EOS ids are the stop ids. A stop id is never consumed into the matcher.
@@ -29,7 +30,7 @@ import numpy as np
 
 from ..compile import recipe
 from ..constraint import Constraint, Recipe
-from ..errors import InvalidArgument, TokamataError, Unsupported, VocabularyError
+from ..errors import InvalidArgument, TokamataError, VocabularyError
 from ..vocab import Vocabulary
 
 __all__ = ["RequestMatcher", "request_recipe", "vocabulary_from_tokenizer", "is_gbnf"]
@@ -74,8 +75,7 @@ def request_recipe(kind: str, spec: Any, *, whitespace: str = "flexible", max_wh
             raise InvalidArgument(f"choice must be a non-empty list of strings, got {spec!r:.80}")
         return recipe("regex", "|".join(re.escape(c) for c in choices), limits=limits)
     if kind == "structural_tag":
-        raise Unsupported("structural_tag", "tokamata does not compile structural tags yet; use JSON, regex, "
-                          "grammar or choice")
+        return recipe("structural_tag", spec, whitespace=whitespace, max_whitespace=max_whitespace, limits=limits)
     raise InvalidArgument(f"unknown request kind {kind!r} (known: {', '.join(KINDS)})")
 
 

@@ -200,8 +200,6 @@ def _patch_validation() -> None:
         if params._backend not in (None, BACKEND_NAME):
             raise VLLMValidationError(f"request-level structured output backend selection is not supported: the "
                                       f"request asks for {params._backend!r}, the engine uses {BACKEND_NAME!r}")
-        if params.structural_tag is not None:
-            raise VLLMValidationError("the tokamata backend does not support structural tags yet")
         for name in ("grammar", "json"):
             value = getattr(params, name)
             if isinstance(value, str) and not value.strip():
