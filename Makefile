@@ -15,7 +15,7 @@ SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: serving-env test-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
+.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -99,6 +99,9 @@ bench-grammar: $(BUILT) $(VOCABS)
 
 bench-json-schema: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_json_schema.py --write benchmarks/RESULTS_json_schema.md
+
+bench-serving: $(BUILT) $(VOCABS) $(SERVING_BUILT)
+	$(SERVING_PY) benchmarks/bench_serving.py --write benchmarks/RESULTS_serving.md
 
 bench-engine: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_engine.py --write benchmarks/RESULTS_engine.md
