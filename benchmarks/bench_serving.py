@@ -3,7 +3,7 @@ contract, replaying its scheduler with speculative drafts.
 
 Run it in the serving environment (``make bench-serving``; vLLM 0.33.0's backend classes:
 ``TokamataBackend``, vLLM's ``GuidanceBackend`` and ``XgrammarBackend``, all over the Llama 3
-tokenizer), in one process, engines interleaved step by step.
+tokenizer), in one process, one engine after the other over the same workload.
 
 Workload (issue 22): ``--requests`` concurrent requests (256) over ``--schemas`` MaskBench
 schemas (50, drawn with a fixed seed), each request producing one of its schema's valid
