@@ -33,12 +33,19 @@ Invariants:
 - After an EOS token is consumed only EOS stays allowed (the scores never become all -inf).
 - A generated token the constraint does not allow raises :class:`InvalidArgument` naming it: the
   masked scores cannot produce one, so the model's vocabulary is not the constraint's.
+- :meth:`LlamaLogitsProcessor.prefetch` fills the next mask on a worker thread (the fill
+  releases the GIL) while llama.cpp evaluates the token (ctypes releases it too); the next call
+  uses that row only if the matcher has not moved since (a version counter), and always waits
+  for the worker before touching the matcher, so the matcher is never used by two threads.
+  :func:`generate` prefetches after every token, so the mask costs no decoding time where the
+  machine has a core to spare.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -46,6 +53,7 @@ import numpy as np
 from tokamata.bitmask import token_bitmask_row
 from tokamata.errors import InvalidArgument
 from tokamata.constraint import Constraint
+from tokamata.integrations.apply import apply_bitmask
 from tokamata.integrations.resolve import resolve_constraint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,9 +116,42 @@ class LlamaLogitsProcessor:
         words = (self.vocab_size + 31) // 32
         self._bitmask = np.zeros((1, words), dtype=np.int32)
         self._eos_only = token_bitmask_row(self._eos, self.vocab_size)
+        self._version = 0  # bumped whenever the matcher moves
+        self._filled = -1  # the version self._bitmask was filled at
+        self._pending: Future | None = None
+        self._worker: ThreadPoolExecutor | None = None
+
+    def prefetch(self) -> None:
+        """Start filling the mask of the current position on a worker thread (see the module
+        docstring); the next call, :meth:`allowed_mask` or :meth:`sync` waits for it."""
+        self._join()
+        if self.done or self._filled == self._version:
+            return
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="tokamata-mask")
+        version = self._version
+        self._pending = self._worker.submit(self._fill_at, version)
+
+    def _fill_at(self, version: int) -> None:
+        self.matcher.fill_bitmask(self._bitmask, 0)
+        self._filled = version
+
+    def _join(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()  # re-raises a LimitExceeded from the fill here, in the caller's thread
+
+    def close(self) -> None:
+        """Stop the worker thread (a processor that never prefetched has none)."""
+        self._join()
+        if self._worker is not None:
+            self._worker.shutdown()
+            self._worker = None
 
     def reset(self) -> None:
         """Forget the prompt and everything consumed."""
+        self._join()
+        self._version += 1
         self.prompt_length = self._fixed_prompt_length
         self._prompt = None
         self.matcher = self.constraint.matcher()
@@ -119,6 +160,7 @@ class LlamaLogitsProcessor:
 
     def sync(self, input_ids: Sequence[int] | np.ndarray) -> None:
         """Make the matcher's state match ``input_ids`` (prompt + generated tokens)."""
+        self._join()
         ids = np.asarray(input_ids)
         if self._prompt is not None:
             n = len(self._prompt)
@@ -139,6 +181,8 @@ class LlamaLogitsProcessor:
             common = next(i for i in range(n) if generated[i] != done[i])
         else:
             common = n
+        if common < len(done) or common < len(generated):
+            self._version += 1
         if common == 0 and done:
             self.matcher = self.constraint.matcher()  # cheaper than a full rollback
             done.clear()
@@ -167,13 +211,22 @@ class LlamaLogitsProcessor:
 
     def allowed_mask(self) -> np.ndarray:
         """A bool array over the vocabulary: which tokens may come next (after :meth:`sync`)."""
-        row = self._eos_only if self.done else self._fill()
-        bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+        bits = np.unpackbits(self.row().view(np.uint8), bitorder="little")
         return bits[: self.vocab_size].view(bool)
 
-    def _fill(self) -> np.ndarray:
-        self.matcher.fill_bitmask(self._bitmask, 0)
+    def row(self) -> np.ndarray:
+        """The bitmask row (int32 words) of the tokens that may come next (after :meth:`sync`);
+        the prefetched one when the matcher has not moved since."""
+        if self.done:
+            return self._eos_only
+        self._join()
+        if self._filled != self._version:
+            self._fill_at(self._version)
         return self._bitmask[0]
+
+    def only_eos(self) -> bool:
+        """Whether nothing but EOS may come next."""
+        return self.done or (self.matcher.is_accepting() and bool(np.array_equal(self.row(), self._eos_only)))
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         self.sync(input_ids)
@@ -184,9 +237,8 @@ class LlamaLogitsProcessor:
                 f"{self.vocab_size} tokens: build the Vocabulary with "
                 f"tokamata.integrations.llama_cpp.vocabulary(llm)"
             )
-        allowed = self.allowed_mask()
-        out = np.full(width, -np.inf, dtype=np.float32)
-        out[: self.vocab_size][allowed] = scores[: self.vocab_size][allowed]
+        out = np.array(scores, dtype=np.float32)  # (a contiguous copy of the strided view)
+        apply_bitmask(out, self.row())  # columns past the constraint's vocabulary become -inf too
         return out
 
 
@@ -290,13 +342,17 @@ def generate(
             out.append(token)
             if processor is not None:
                 processor.sync(prompt_ids + out)
-                if processor.matcher.is_accepting() and _only_eos(processor):
+                if processor.only_eos():
                     finished = True
                     break
             if len(out) >= max_tokens:
                 break
+            if processor is not None:
+                processor.prefetch()  # the next mask, while llama.cpp evaluates this token
     finally:
         stream.close()
+        if processor is not None:
+            processor.close()
     seconds = time.perf_counter() - start
     if constraint is not None:
         data = b"".join(token_bytes[t] or b"" for t in out)
@@ -307,11 +363,6 @@ def generate(
         seconds=seconds, prompt_tokens=len(prompt_ids), first_token_seconds=first - start,
         decode_steps=max(steps - 1, 0), decode_seconds=last - first, constraint=constraint,
     )
-
-
-def _only_eos(processor: LlamaLogitsProcessor) -> bool:
-    allowed = processor.matcher.allowed_tokens()
-    return len(allowed) <= len(processor._eos) and all(int(t) in processor._eos for t in allowed)
 
 
 def _is_eog(llama_cpp, llm, token: int) -> bool:
