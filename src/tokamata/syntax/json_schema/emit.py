@@ -49,7 +49,6 @@ from . import lexemes as lx
 from . import numbers as nm
 from .complements import negation
 from .expand import Expander
-from .natural import Naturalizer
 from .nodes import FALSE_TERM, TRUE, ArrayShape, Conj, ObjectShape
 from .refs import pointer, unsupported
 from .report import Options, Report
@@ -79,7 +78,7 @@ class Emitter:
         self._states: dict[tuple, int] = {}
         self._deferred: list = []
         self.values = ValueSets(expander, limits)
-        self.natural = Naturalizer(limits)  # (used with spelling="natural")
+        self.natural = expander.natural  # (used with spelling="natural")
 
     # -- building blocks --------------------------------------------------------------------
     def terminal(self, expr: d.Expr, name: str) -> int:

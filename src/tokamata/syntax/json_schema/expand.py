@@ -23,6 +23,11 @@ Invariants:
   ``uniqueItems`` is the exception decided later: shapes carry the paths of the schemas that
   asked for it, and the emitter enforces or refuses it once every keyword constraining the
   items (siblings, ``allOf``, references) has been intersected in.
+- String languages are built in every spelling (closed under spelling, as the nodes' algebra
+  needs). With ``spelling="natural"`` the string keywords (lengths, ``pattern``, ``format``)
+  are also built from :func:`~.natural.natural_char` and recorded as the natural spellings
+  of the language (:meth:`~.natural.Naturalizer.known` of :attr:`Expander.natural`), which
+  the emitter then reads instead of rewriting the language.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from . import formats as fm
 from . import lexemes as lx
 from . import numbers as nm
 from . import strings as st
+from .natural import Naturalizer
 from .nodes import (ALL, ANY_ARRAY, ANY_OBJECT, EMPTY, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node,
                     ObjectShape, intersect, only, union)
 from ..regex import MAX_COUNT
@@ -81,6 +87,8 @@ class Expander(Complements):
         self._integer = lx.INTEGER_DRAFT4 if document.draft == 4 else nm.INTEGER_ANY
         self._integer_node = Node(number=self._integer)
         self._annotations = _mentions_unevaluated(document, source)
+        #: the natural spellings of this compile's string languages (used with spelling="natural")
+        self.natural = Naturalizer(limits)
 
     # -- entry points -----------------------------------------------------------------------
     def conj(self, path: Path) -> Conj:
@@ -355,19 +363,28 @@ class Expander(Complements):
         return value
 
     def _string_keywords(self, schema: dict, path: Path) -> Optional[d.Expr]:
-        contents = []
         low = self._count(schema, "minLength", path)
         high = self._count(schema, "maxLength", path)
-        if low is not None or high is not None:
-            contents.append(st.length_content(low or 0, high))
-        if "pattern" in schema:
-            contents.append(st.pattern_content(schema["pattern"], "pattern", pointer(path + ("pattern",)), self.limits))
-        if "format" in schema:
-            content = self._format(schema["format"], path + ("format",))
-            if content is not None:
-                contents.append(content)
-        if not contents:
+        form = self._format(schema["format"], path + ("format",)) if "format" in schema else None
+        if low is None and high is None and "pattern" not in schema and form is None:
             return None
+        spellings = ("any", "natural") if self.options.natural else ("any",)
+        strings = [self._string_language(schema, low, high, form, path, spelling) for spelling in spellings]
+        if self.options.natural:
+            self.natural.known(strings[0], strings[1])
+        return strings[0]
+
+    def _string_language(self, schema: dict, low: Optional[int], high: Optional[int], form: Optional[str],
+                         path: Path, spelling: str) -> d.Expr:
+        """The strings of the string keywords, in ``spelling`` (see :data:`.formats.SPELLINGS`)."""
+        char = fm.SPELLINGS[spelling]
+        contents = []
+        if low is not None or high is not None:
+            contents.append(st.length_content(low or 0, high, char))
+        if "pattern" in schema:
+            contents.append(st.pattern_content(schema["pattern"], "pattern", pointer(path + ("pattern",)), self.limits, char))
+        if form is not None:
+            contents.append(fm.format_content(form, spelling))
         if low is not None and high is None and low <= 1 and len(contents) > 1:
             # ANY{0,} is every content, ANY{1,} every non-empty one: implied when another
             # content cannot be empty. Dropping it keeps the language and spares every
@@ -378,13 +395,15 @@ class Expander(Complements):
                 contents = others
         return lx.string_of(boolean.intersection(*contents, limits=self.limits))
 
-    def _format(self, name: Any, path: Path) -> Optional[d.Expr]:
+    def _format(self, name: Any, path: Path) -> Optional[str]:
+        """``name`` when it is a format enforced here (see :func:`.formats.format_content`),
+        None when it is not enforced (reported)."""
         if not isinstance(name, str):
             raise SchemaError("format must be a string", pointer=pointer(path))
         if name in fm.FORMATS:
             if name in fm.SUBSETS:
                 self.report.add("format-subset", pointer(path), fm.SUBSETS[name])
-            return fm.format_content(name)
+            return name
         if name in fm.NOT_REGULAR:
             if "format" in self.options.approximate:
                 self.report.add("format", pointer(path), f"format {name!r} is not enforced")

@@ -11,6 +11,13 @@ Invariants:
 - Length limits of the RFCs are intersections: hostname at most 253 characters, labels at
   most 63; e-mail local part at most 64 octets (UTF-8 octets for ``idn-email``), domain at
   most 255 (RFC 5321 4.5.3.1).
+- :func:`format_content` builds each format in either spelling of :data:`SPELLINGS`: ``any``
+  (every JSON escape of every character, :func:`~.lexemes.json_char`) or ``natural`` (the one
+  ``json.dumps`` writes, :func:`~.natural.natural_char`): the same character-level language
+  lowered with the other spelling of characters, so the natural content is exactly the natural
+  spellings of the any content, and is built without rewriting it. Both are kept per process
+  (a few dozen expressions; :func:`tokamata.clear_caches` keeps them, and their lexer arena
+  counterparts live as long as the arena).
 - Where a format is not regular or needs tables we do not have (``regex``, ``idn-hostname``),
   :func:`format_content` raises :class:`Unsupported`. Where we enforce a subset, the subset
   is returned with a note for the report (``hostname``: labels with ``--`` in positions 3-4,
@@ -30,19 +37,25 @@ from ...automata import boolean
 from ...automata import derivatives as d
 from ...limits import Limits
 from . import lexemes as lx
+from .natural import natural_char
 from .strings import char_regex, length_content
 
-__all__ = ["format_content", "FORMATS"]
+__all__ = ["format_content", "FORMATS", "SPELLINGS"]
 
 _LIMITS = Limits(max_regex_nodes=200_000, max_pattern_length=400_000)
 
+#: the spelling of one code point set inside a JSON string
+Char = Callable[[cs.CharSet], d.Expr]
+#: the spellings a format's content is built in
+SPELLINGS: dict[str, Char] = {"any": lx.json_char, "natural": natural_char}
 
-def _r(pattern: str) -> d.Expr:
-    return char_regex(pattern, _LIMITS)
+
+def _r(pattern: str, char: Char) -> d.Expr:
+    return char_regex(pattern, _LIMITS, char)
 
 
-def _lit(text: str) -> d.Expr:
-    return d.concat_all(lx.json_char_of(c) for c in text)
+def _lit(text: str, char: Char) -> d.Expr:
+    return d.concat_all(char(((ord(c), ord(c)),)) for c in text)
 
 
 def _ci(text: str) -> str:
@@ -59,9 +72,9 @@ _OFFSET = r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _ORDINARY_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]" + _FRACTION + _OFFSET
 
 
-def _leap_second_time() -> d.Expr:
+def _leap_second_time(char: Char) -> d.Expr:
     """``HH:MM:60[.frac]offset`` where local time minus offset is 23:59 UTC."""
-    fraction = _r(_FRACTION)
+    fraction = _r(_FRACTION, char)
     by_hour = []
     for hour in range(24):
         by_minute = []
@@ -69,23 +82,23 @@ def _leap_second_time() -> d.Expr:
             local = hour * 60 + minute
             plus = (local - 1439) % 1440
             minus = (1439 - local) % 1440
-            offsets = [_lit("+%02d:%02d" % divmod(plus, 60)), _lit("-%02d:%02d" % divmod(minus, 60))]
+            offsets = [_lit("+%02d:%02d" % divmod(plus, 60), char), _lit("-%02d:%02d" % divmod(minus, 60), char)]
             if local == 1439:
-                offsets.append(_r("[Zz]"))
-            by_minute.append(d.concat_all((_lit("%02d:60" % minute), fraction, d.alternation(*offsets))))
-        by_hour.append(d.concat(_lit("%02d:" % hour), d.alternation(*by_minute)))
+                offsets.append(_r("[Zz]", char))
+            by_minute.append(d.concat_all((_lit("%02d:60" % minute, char), fraction, d.alternation(*offsets))))
+        by_hour.append(d.concat(_lit("%02d:" % hour, char), d.alternation(*by_minute)))
     return d.alternation(*by_hour)
 
 
-def _time() -> d.Expr:
-    return d.alternation(_r(_ORDINARY_TIME), _leap_second_time())
+def _time(char: Char) -> d.Expr:
+    return d.alternation(_r(_ORDINARY_TIME, char), _leap_second_time(char))
 
 
-def _date_time() -> d.Expr:
-    return d.concat_all((_r(_DATE), _r("[Tt]"), _time()))
+def _date_time(char: Char) -> d.Expr:
+    return d.concat_all((_r(_DATE, char), _r("[Tt]", char), _time(char)))
 
 
-def _duration() -> d.Expr:
+def _duration(char: Char) -> d.Expr:
     n = "[0-9]+"
     second = f"{n}{_ci('S')}"
     minute = f"{n}{_ci('M')}(?:{second})?"
@@ -96,7 +109,7 @@ def _duration() -> d.Expr:
     month = f"{n}{_ci('M')}(?:{day})?"
     year = f"{n}{_ci('Y')}(?:{month})?"
     date = f"(?:{day}|{month}|{year})(?:{time})?"
-    return _r(f"{_ci('P')}(?:{date}|{time}|{week})")
+    return _r(f"{_ci('P')}(?:{date}|{time}|{week})", char)
 
 
 _DEC_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
@@ -130,17 +143,17 @@ def _ipv6_smtp_regex() -> str:
     return "(?:" + "|".join(forms) + ")"
 
 
-def _hostname() -> d.Expr:
-    label = _r("[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
-    reserved = _r("[A-Za-z0-9-]{2}--[A-Za-z0-9-]*")  # RFC 5891 4.2.3.1; A-labels need IDNA
+def _hostname(char: Char) -> d.Expr:
+    label = _r("[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?", char)
+    reserved = _r("[A-Za-z0-9-]{2}--[A-Za-z0-9-]*", char)  # RFC 5891 4.2.3.1; A-labels need IDNA
     label = boolean.difference(label, reserved, _LIMITS)
-    host = d.concat(label, d.repeat(d.concat(_lit("."), label), 0, d.UNBOUNDED))
-    return boolean.intersection(host, length_content(1, 253), limits=_LIMITS)
+    host = d.concat(label, d.repeat(d.concat(_lit(".", char), label), 0, d.UNBOUNDED))
+    return boolean.intersection(host, length_content(1, 253, char), limits=_LIMITS)
 
 
-def _utf8_octets_at_most(limit: int) -> d.Expr:
+def _utf8_octets_at_most(limit: int, char: Char) -> d.Expr:
     """Contents of at most ``limit`` octets in UTF-8 (a character takes 1 to 4)."""
-    widths = [lx.json_char(((lo, hi),)) for lo, hi in ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF),
+    widths = [char(((lo, hi),)) for lo, hi in ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF),
                                                         (0x10000, cs.MAX_CODE_POINT))]
     at_most = [d.EPSILON]
     for k in range(1, limit + 1):
@@ -149,20 +162,20 @@ def _utf8_octets_at_most(limit: int) -> d.Expr:
     return at_most[limit]
 
 
-def _email(international: bool = False) -> d.Expr:
+def _email(char: Char, international: bool = False) -> d.Expr:
     """RFC 5321 Mailbox; RFC 6531's when ``international`` (UTF8-non-ascii in atext and
     qtextSMTP, the 64-octet local part in UTF-8), with ASCII domains either way."""
     non_ascii = r"\x80-\U0010ffff" if international else ""
     atext = rf"[A-Za-z0-9!#$%&'*+\-/=?^_`{{|}}~{non_ascii}]"
     dot_string = rf"{atext}+(?:\.{atext}+)*"
     quoted = rf'"(?:[\x20\x21\x23-\x5b\x5d-\x7e{non_ascii}]|\\[\x20-\x7e])*"'
-    octets = _utf8_octets_at_most(64) if international else length_content(1, 64)
-    local = boolean.intersection(_r(f"(?:{dot_string}|{quoted})"), octets, limits=_LIMITS)
+    octets = _utf8_octets_at_most(64, char) if international else length_content(1, 64, char)
+    local = boolean.intersection(_r(f"(?:{dot_string}|{quoted})", char), octets, limits=_LIMITS)
     domain = boolean.intersection(_r(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-                               r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"),
-                            length_content(1, 255), limits=_LIMITS)
-    literal = _r(rf"\[(?:{_IPV4}|{_ci('IPv6')}:{_ipv6_smtp_regex()})\]")
-    return d.concat_all((local, _lit("@"), d.alternation(domain, literal)))
+                                     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*", char),
+                                  length_content(1, 255, char), limits=_LIMITS)
+    literal = _r(rf"\[(?:{_IPV4}|{_ci('IPv6')}:{_ipv6_smtp_regex()})\]", char)
+    return d.concat_all((local, _lit("@", char), d.alternation(domain, literal)))
 
 
 _UNRESERVED = r"A-Za-z0-9\-._~"
@@ -202,35 +215,36 @@ def _uri_regex(reference: bool, iri: bool) -> str:
     return f"(?:{uri}|{relative})"
 
 
-def _uri_template() -> d.Expr:
+def _uri_template(char: Char) -> d.Expr:
     literal = rf"(?:[\x21\x23\x24\x26-\x3b\x3d\x3f-\x5b\x5d\x5f\x61-\x7a\x7e{_UCSCHAR}{_IPRIVATE}]|{_PCT})"
     varchar = rf"(?:[A-Za-z0-9_]|{_PCT})"
     varname = rf"{varchar}(?:\.?{varchar})*"
     varspec = rf"{varname}(?::[1-9][0-9]{{0,3}}|\*)?"
     expression = rf"\{{[+#./;?&=,!@|]?{varspec}(?:,{varspec})*\}}"
-    return _r(f"(?:{literal}|{expression})*")
+    return _r(f"(?:{literal}|{expression})*", char)
 
 
 _JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 
-FORMATS: dict[str, Callable[[], d.Expr]] = {
-    "date": lambda: _r(_DATE),
+#: each format's content, built with a spelling of characters
+FORMATS: dict[str, Callable[[Char], d.Expr]] = {
+    "date": lambda char: _r(_DATE, char),
     "time": _time,
     "date-time": _date_time,
     "duration": _duration,
     "email": _email,
-    "idn-email": lambda: _email(international=True),
+    "idn-email": lambda char: _email(char, international=True),
     "hostname": _hostname,
-    "ipv4": lambda: _r(_IPV4),
-    "ipv6": lambda: _r(_ipv6_regex()),
-    "uuid": lambda: _r(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"),
-    "uri": lambda: _r(_uri_regex(False, False)),
-    "uri-reference": lambda: _r(_uri_regex(True, False)),
-    "iri": lambda: _r(_uri_regex(False, True)),
-    "iri-reference": lambda: _r(_uri_regex(True, True)),
+    "ipv4": lambda char: _r(_IPV4, char),
+    "ipv6": lambda char: _r(_ipv6_regex(), char),
+    "uuid": lambda char: _r(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", char),
+    "uri": lambda char: _r(_uri_regex(False, False), char),
+    "uri-reference": lambda char: _r(_uri_regex(True, False), char),
+    "iri": lambda char: _r(_uri_regex(False, True), char),
+    "iri-reference": lambda char: _r(_uri_regex(True, True), char),
     "uri-template": _uri_template,
-    "json-pointer": lambda: _r(_JSON_POINTER),
-    "relative-json-pointer": lambda: _r(rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})"),
+    "json-pointer": lambda char: _r(_JSON_POINTER, char),
+    "relative-json-pointer": lambda char: _r(rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})", char),
 }
 
 #: formats we know but cannot enforce exactly: the reason, for Unsupported
@@ -247,6 +261,13 @@ SUBSETS = {
 
 
 @functools.lru_cache(maxsize=None)
-def format_content(name: str) -> d.Expr:
-    """The content language of format ``name`` (a key of :data:`FORMATS`)."""
-    return FORMATS[name]()
+def format_content(name: str, spelling: str = "any") -> d.Expr:
+    """The content language of format ``name`` (a key of :data:`FORMATS`) in ``spelling`` (a
+    key of :data:`SPELLINGS`).
+
+    >>> from tokamata.syntax.json_schema.strings import name_accepts
+    >>> from tokamata.syntax.json_schema.lexemes import string_of
+    >>> [name_accepts(string_of(format_content("date", spelling)), "2024-02-29") for spelling in SPELLINGS]
+    [True, True]
+    """
+    return FORMATS[name](SPELLINGS[spelling])

@@ -27,7 +27,8 @@ from ...automata import charset as cs
 from ...caches import register_process_cache
 from ...automata import derivatives as d
 
-__all__ = ["literal", "json_char", "string_of", "string_literal", "string_literal_then", "string_literals", "ANY_CHAR", "ANY_STRING",
+__all__ = ["literal", "json_char", "RAW_CHARS",
+           "string_of", "string_literal", "string_literal_then", "string_literals", "ANY_CHAR", "ANY_STRING",
            "NUMBER", "PLAIN_NUMBER", "INTEGER", "INTEGER_DRAFT4", "NULL", "TRUE", "FALSE",
            "DIGIT", "Layout", "hex_set"]
 
@@ -45,7 +46,8 @@ DIGIT = _bytes_of("0123456789")
 NONZERO_DIGIT = _bytes_of("123456789")
 _HEX_DIGITS = tuple(_bytes_of("0123456789"[i] if i < 10 else "abcdef"[i - 10] + "ABCDEF"[i - 10])
                     for i in range(16))
-_RAW: cs.CharSet = ((0x20, 0x21), (0x23, 0x5B), (0x5D, cs.MAX_CODE_POINT))
+#: the code points a JSON string may hold raw (all but ``"``, ``\\`` and controls below U+0020)
+RAW_CHARS: cs.CharSet = ((0x20, 0x21), (0x23, 0x5B), (0x5D, cs.MAX_CODE_POINT))
 _SHORT_ESCAPES = {0x22: "\"", 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
 
 
@@ -110,7 +112,7 @@ def _surrogate_pairs(astral: cs.CharSet) -> d.Expr:
 @functools.lru_cache(maxsize=4096)
 def json_char(charset: cs.CharSet) -> d.Expr:
     """One code point of ``charset`` as it may be spelled inside a JSON string."""
-    raw = cs.normalize(r for lo, hi in _RAW for r in cs.intersect(charset, lo, hi))
+    raw = cs.normalize(r for lo, hi in RAW_CHARS for r in cs.intersect(charset, lo, hi))
     short = 0
     for code, letter in _SHORT_ESCAPES.items():
         if cs.contains(charset, code):

@@ -18,7 +18,15 @@ Invariants:
 - :meth:`Naturalizer.number` is the number language intersected with
   :data:`~tokamata.syntax.json_spelling.NATURAL_NUMBER` (the languages of :mod:`.numbers` are
   closed under plain spelling), with shortcuts for the unbounded languages.
-- Results are kept per expression for one compile (one :class:`Naturalizer` per emitter).
+- :func:`natural_char` of a code point set is its natural spellings, built directly (raw UTF-8
+  where JSON allows it, else the one natural escape), and is the same expression the rewrite
+  makes of :func:`~.lexemes.json_char` of the set. A character-level language lowered with it
+  (:func:`~.strings.lower_chars`) is exactly the natural spellings of the one lowered with
+  ``json_char`` (both spellings are prefix codes, so AND and DIFF commute with them too): the
+  expander builds string languages from formats, patterns and lengths both ways, and records
+  the natural one with :meth:`Naturalizer.known`, so the rewrite never walks them (a format
+  like ``date-time`` has tens of thousands of nodes).
+- Results are kept per expression for one compile (one :class:`Naturalizer` per expander).
 """
 
 from __future__ import annotations
@@ -26,13 +34,14 @@ from __future__ import annotations
 import functools
 
 from ...automata import boolean
+from ...automata import charset as cs
 from ...automata import derivatives as d
 from ...caches import register_process_cache
 from ...limits import Limits
 from ..json_spelling import NATURAL_INTEGER, NATURAL_NUMBER, NATURAL_STRING
 from . import lexemes as lx
 
-__all__ = ["Naturalizer", "NATURAL_ESCAPES"]
+__all__ = ["Naturalizer", "NATURAL_ESCAPES", "natural_char"]
 
 _SHORT = {0x08: "b", 0x09: "t", 0x0A: "n", 0x0C: "f", 0x0D: "r", 0x22: '"', 0x5C: "\\"}
 #: what follows the backslash of each natural escape
@@ -73,6 +82,30 @@ def _word_trie(words: frozenset) -> d.Expr:
     return d.alternation(*options)
 
 
+#: the code points written as an escape in natural spelling: controls, ``"`` and ``\\``
+_ESCAPED: cs.CharSet = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
+
+
+@functools.lru_cache(maxsize=4096)
+def natural_char(charset: cs.CharSet) -> d.Expr:
+    r"""One code point of ``charset`` in natural spelling: raw UTF-8 where JSON allows it, else
+    its natural escape (``\"``, ``\\``, a short escape or ``\u00xx``). (Kept across
+    compiles, as :func:`_word_trie` is.)
+
+    >>> def spells(expr, text):
+    ...     for byte in text:
+    ...         expr = d.derivative(expr, byte)
+    ...     return expr.nullable
+    >>> [spells(natural_char(((0, 0x7F),)), text) for text in (rb"a", rb'\"', rb"\n", rb"\u000a", rb"\/")]
+    [True, True, True, False, False]
+    """
+    raw = cs.normalize(r for lo, hi in lx.RAW_CHARS for r in cs.intersect(charset, lo, hi))
+    words = frozenset(_SHORT[code].encode() if code in _SHORT else f"u{code:04x}".encode()
+                      for lo, hi in _ESCAPED for a, b in cs.intersect(charset, lo, hi) for code in range(a, b + 1))
+    escaped = d.concat(_BACKSLASH, _word_trie(words)) if words else d.NOTHING
+    return d.alternation(d.utf8_char(raw), escaped)
+
+
 class _Irregular(Exception):
     """A node the shape-keeping rewrite does not know (the caller intersects instead)."""
 
@@ -84,6 +117,11 @@ class Naturalizer:
         self.limits = limits
         self._strings: dict[int, d.Expr] = {}  # content expression id -> natural spellings
         self._numbers: dict[int, d.Expr] = {}
+
+    def known(self, string: d.Expr, natural: d.Expr) -> None:
+        """Record ``natural`` as the natural spellings of ``string`` (both languages of whole
+        JSON strings, ``string`` closed under spelling), for :meth:`string` to read."""
+        self._strings[string.id] = natural
 
     def number(self, number: d.Expr) -> d.Expr:
         """The natural spellings in ``number`` (a language closed under plain spelling)."""
@@ -192,3 +230,4 @@ class Naturalizer:
 
 
 register_process_cache("natural escapes as tries", _word_trie.cache_clear)
+register_process_cache("natural spellings of characters", natural_char.cache_clear)

@@ -60,14 +60,14 @@ def lower_chars(node: ast.Node, char: Callable[[cs.CharSet], d.Expr]) -> d.Expr:
     raise TypeError(f"not a regex AST node: {node!r}")  # pragma: no cover
 
 
-def char_regex(pattern: str, limits: Limits) -> d.Expr:
-    """A Python regex of our own (full match) as JSON string content."""
-    return lower_json(ast.parse_regex(pattern, limits))
+def char_regex(pattern: str, limits: Limits, char: Callable[[cs.CharSet], d.Expr] = lx.json_char) -> d.Expr:
+    """A Python regex of our own (full match) as JSON string content, spelled by ``char``."""
+    return lower_chars(ast.parse_regex(pattern, limits), char)
 
 
-def length_content(low: int, high: int | None) -> d.Expr:
-    """Contents of ``low`` to ``high`` code points (``None``: no upper bound)."""
-    return d.repeat(lx.ANY_CHAR, low, d.UNBOUNDED if high is None else high)
+def length_content(low: int, high: int | None, char: Callable[[cs.CharSet], d.Expr] = lx.json_char) -> d.Expr:
+    """Contents of ``low`` to ``high`` code points (``None``: no upper bound), spelled by ``char``."""
+    return d.repeat(char(cs.ANY), low, d.UNBOUNDED if high is None else high)
 
 
 def pattern_content(pattern: str, keyword: str, pointer: str | None, limits: Limits,
