@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Time to first mask of ``tokamata.compile_type`` on tool-call-shaped pydantic models, against
+"""Time to first mask of ``tokamata.compile_type`` on 20 tool-call-shaped pydantic models, against
 llguidance compiling ``Model.model_json_schema()``, in one process on Llama 3.
 
 Usage: ``python benchmarks/bench_types.py [--repeats 7]``. For each model and each engine, each
@@ -124,7 +124,94 @@ class MakeTree(BaseModel):
     overwrite: bool = False
 
 
-MODELS = [GetWeather, WebSearch, SendEmail, CreateEvent, Transfer, SqlQuery, BrowserPlan, Draw, Ticket, MakeTree]
+class BookFlight(BaseModel):
+    origin: str = Field(pattern=r"^[A-Z]{3}$")
+    destination: str = Field(pattern=r"^[A-Z]{3}$")
+    depart: datetime.date
+    return_date: Optional[datetime.date] = None
+    passengers: int = Field(default=1, ge=1, le=9)
+    cabin: Literal["economy", "premium", "business", "first"] = "economy"
+
+
+class CreateIssue(BaseModel):
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    title: str = Field(min_length=1, max_length=256)
+    body: Optional[str] = None
+    labels: list[str] = Field(default=[], max_length=10)
+    assignees: list[str] = []
+
+
+class Repeat(str, enum.Enum):
+    DAILY = "daily"
+    WEEKLY = "weekly"
+    MONTHLY = "monthly"
+
+
+class SetReminder(BaseModel):
+    text: str = Field(max_length=500)
+    at: datetime.datetime
+    repeat: Optional[Repeat] = None
+
+
+class Calculate(BaseModel):
+    expression: str = Field(max_length=200)
+    precision: int = Field(default=6, ge=0, le=15)
+
+
+class Translate(BaseModel):
+    text: str
+    source_lang: Optional[str] = Field(default=None, pattern=r"^[a-z]{2}$")
+    target_lang: str = Field(pattern=r"^[a-z]{2}$")
+    formality: Literal["formal", "informal"] = "formal"
+
+
+class Address(BaseModel):
+    street: str
+    city: str
+    zip: str = Field(pattern=r"^[0-9]{5}$")
+
+
+class OrderPizza(BaseModel):
+    size: Literal["small", "medium", "large"]
+    toppings: list[Literal["cheese", "ham", "mushroom", "olive", "pepper"]] = Field(default=[], max_length=5)
+    quantity: int = Field(default=1, ge=1, le=20)
+    address: Address
+    deliver_at: Optional[datetime.time] = None
+
+
+class SmartHome(BaseModel):
+    device_id: str
+    action: Literal["on", "off", "set"]
+    brightness: Optional[int] = Field(default=None, ge=0, le=100)
+    color: Optional[str] = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+
+
+class AddContact(BaseModel):
+    name: str = Field(min_length=1, max_length=100)
+    phone: str = Field(pattern=r"^\+?[0-9 ()-]{7,20}$")
+    birthday: Optional[datetime.date] = None
+    notes: Optional[str] = None
+    favorite: bool = False
+
+
+class StockQuote(BaseModel):
+    symbols: list[Annotated[str, Field(pattern=r"^[A-Z]{1,5}$")]] = Field(min_length=1, max_length=10)
+    interval: Literal["1d", "1wk", "1mo"] = "1d"
+    start: datetime.date
+    end: Optional[datetime.date] = None
+
+
+class HttpRequest(BaseModel):
+    method: Literal["GET", "POST", "PUT", "DELETE", "PATCH"]
+    url: str = Field(max_length=2048)
+    headers: dict[str, str] = {}
+    body: Optional[str] = None
+    timeout: float = Field(default=10, gt=0, le=60)
+
+
+MODELS = [GetWeather, WebSearch, SendEmail, CreateEvent, Transfer, SqlQuery, BrowserPlan, Draw, Ticket, MakeTree,
+          BookFlight, CreateIssue, SetReminder, Calculate, Translate, OrderPizza, SmartHome, AddContact, StockQuote,
+          HttpRequest]
 
 
 def main() -> None:

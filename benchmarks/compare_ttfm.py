@@ -1,8 +1,11 @@
 """Time to first mask of two tokamata builds on the same MaskBench schemas, interleaved.
 
 Usage: ``python benchmarks/compare_ttfm.py PYTHON_A PYTHON_B [--fraction 0.09] [--grammar-only]
-[--spelling any|natural] [--save PATH]``, where each PYTHON is the interpreter of an environment with one build
-installed (e.g. a git worktree's ``.venv/bin/python`` at another commit).
+[--spelling any|natural] [--spelling-a S] [--spelling-b S] [--save PATH]``, where each PYTHON is
+the interpreter of an environment with one build installed (e.g. a git worktree's
+``.venv/bin/python`` at another commit). ``--spelling-a``/``--spelling-b`` give each build its
+own spelling (they override ``--spelling``): one build against itself, ``any`` as A and
+``natural`` as B, measures what natural spelling costs.
 
 Both builds run in their own worker process, started once. Each schema of the sample
 (``schema_workload.load_cases``, as in bench_json_schema.py) goes to both workers, in a
@@ -71,12 +74,15 @@ def main() -> None:
     ap.add_argument("--grammar-only", action="store_true", help="time schema_to_grammar alone")
     ap.add_argument("--spelling", default=None,
                     help="JSON spelling for builds that have the option (natural, any; default: each build's default)")
+    ap.add_argument("--spelling-a", default=None, help="JSON spelling of build A (overrides --spelling)")
+    ap.add_argument("--spelling-b", default=None, help="JSON spelling of build B (overrides --spelling)")
     ap.add_argument("--save", metavar="PATH", help="save per-schema seconds (A, B) as JSON")
     args = ap.parse_args()
     command = ["-c", WORKER, HERE, str(args.fraction), "1" if args.grammar_only else "0"]
-    env = dict(os.environ, TOKAMATA_COMPARE_SPELLING=args.spelling or "")
-    workers = [subprocess.Popen([python] + command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-               for python in (args.python_a, args.python_b)]
+    spellings = (args.spelling_a or args.spelling or "", args.spelling_b or args.spelling or "")
+    workers = [subprocess.Popen([python] + command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                env=dict(os.environ, TOKAMATA_COMPARE_SPELLING=spelling))
+               for python, spelling in zip((args.python_a, args.python_b), spellings)]
     names = [json.loads(w.stdout.readline()) for w in workers]
     if names[0] != names[1]:
         raise SystemExit("the two workers drew different samples")
