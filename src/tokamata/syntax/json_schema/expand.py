@@ -369,20 +369,23 @@ class Expander(Complements):
         if low is None and high is None and "pattern" not in schema and form is None:
             return None
         spellings = ("any", "natural") if self.options.natural else ("any",)
-        strings = [self._string_language(schema, low, high, form, path, spelling) for spelling in spellings]
+        patterns = st.pattern_contents(schema["pattern"], "pattern", pointer(path + ("pattern",)), self.limits,
+                                       [fm.SPELLINGS[s] for s in spellings]) if "pattern" in schema else None
+        strings = [self._string_language(low, high, None if patterns is None else patterns[k], form, spelling)
+                   for k, spelling in enumerate(spellings)]
         if self.options.natural:
             self.natural.known(strings[0], strings[1])
         return strings[0]
 
-    def _string_language(self, schema: dict, low: Optional[int], high: Optional[int], form: Optional[str],
-                         path: Path, spelling: str) -> d.Expr:
-        """The strings of the string keywords, in ``spelling`` (see :data:`.formats.SPELLINGS`)."""
-        char = fm.SPELLINGS[spelling]
+    def _string_language(self, low: Optional[int], high: Optional[int], pattern: Optional[d.Expr],
+                         form: Optional[str], spelling: str) -> d.Expr:
+        """The strings of the string keywords in ``spelling`` (see :data:`.formats.SPELLINGS`),
+        ``pattern`` the pattern's content in that spelling."""
         contents = []
         if low is not None or high is not None:
-            contents.append(st.length_content(low or 0, high, char))
-        if "pattern" in schema:
-            contents.append(st.pattern_content(schema["pattern"], "pattern", pointer(path + ("pattern",)), self.limits, char))
+            contents.append(st.length_content(low or 0, high, fm.SPELLINGS[spelling]))
+        if pattern is not None:
+            contents.append(pattern)
         if form is not None:
             contents.append(fm.format_content(form, spelling))
         if low is not None and high is None and low <= 1 and len(contents) > 1:

@@ -30,7 +30,7 @@ from ...limits import Limits
 from ...syntax import regex as ast
 from . import lexemes as lx
 
-__all__ = ["lower_json", "lower_chars", "char_regex", "pattern_content", "length_content", "ANY_CONTENT", "name_accepts"]
+__all__ = ["lower_json", "lower_chars", "char_regex", "pattern_content", "pattern_contents", "length_content", "ANY_CONTENT", "name_accepts"]
 
 ANY_CONTENT = d.repeat(lx.ANY_CHAR, 0, d.UNBOUNDED)
 _ECMA_SPACE = ("\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
@@ -78,9 +78,15 @@ def pattern_content(pattern: str, keyword: str, pointer: str | None, limits: Lim
     ``keyword`` (``pattern`` or ``patternProperties``) and ``pointer`` say where the pattern
     is, for errors; their ``text`` is the pattern and their ``span`` the offending characters.
     """
+    return pattern_contents(pattern, keyword, pointer, limits, (lx.json_char if char is None else char,))[0]
+
+
+def pattern_contents(pattern: str, keyword: str, pointer: str | None, limits: Limits,
+                     chars: Sequence[Callable[[cs.CharSet], d.Expr]]) -> list[d.Expr]:
+    """:func:`pattern_content` in each spelling of ``chars``, the pattern read once."""
     if not isinstance(pattern, str):
         raise SchemaError(f"{keyword} must be a string, got {pattern!r}", pointer=pointer)
-    options = []
+    options: list[list[d.Expr]] = [[] for _ in chars]
     for text, offset, anchored_start, anchored_end in _split_top_level(pattern, 0):
         translated, sources = _translate(text, range(offset, offset + len(text) + 1), pattern, keyword, pointer)
         try:
@@ -91,14 +97,15 @@ def pattern_content(pattern: str, keyword: str, pointer: str | None, limits: Lim
                 raise Unsupported(keyword, error.keyword, text=pattern, span=span, pointer=pointer) from None
             raise SchemaError(f"invalid {keyword}: {error.message}", text=pattern, span=span,
                               pointer=pointer) from None
-        expr = lower_json(node) if char is None else lower_chars(node, char)
-        anything = ANY_CONTENT if char is None else d.repeat(char(cs.ANY), 0, d.UNBOUNDED)
-        if not anchored_start:
-            expr = d.concat(anything, expr)
-        if not anchored_end:
-            expr = d.concat(expr, anything)
-        options.append(expr)
-    return d.alternation(*options)
+        for char, found in zip(chars, options):
+            expr = lower_chars(node, char)
+            anything = d.repeat(char(cs.ANY), 0, d.UNBOUNDED)
+            if not anchored_start:
+                expr = d.concat(anything, expr)
+            if not anchored_end:
+                expr = d.concat(expr, anything)
+            found.append(expr)
+    return [d.alternation(*found) for found in options]
 
 
 def _split_top_level(pattern: str, base: int) -> list[tuple[str, int, bool, bool]]:
