@@ -46,7 +46,7 @@ from . import formats as fm
 from . import lexemes as lx
 from . import numbers as nm
 from . import strings as st
-from .natural import Naturalizer
+from .natural import Naturalizer, natural_char
 from .nodes import (ALL, ANY_ARRAY, ANY_OBJECT, EMPTY, FALSE, FALSE_TERM, TRUE, ArrayShape, Conj, Node,
                     ObjectShape, intersect, only, union)
 from ..regex import MAX_COUNT
@@ -277,7 +277,7 @@ class Expander(Complements):
         """The union of the enum's values, built in one pass per type (enums may be long)."""
         strings = [v for v in values if isinstance(v, str)]
         numbers = []
-        node = Node(string=lx.string_literals(strings) if strings else d.NOTHING)
+        node = Node(string=self._strings(strings))
         shapes_objects: list = []
         shapes_arrays: list = []
         for i, value in enumerate(values):
@@ -293,6 +293,16 @@ class Expander(Complements):
         return node.replace(number=d.alternation(*numbers), objects=tuple(dict.fromkeys(shapes_objects)),
                        arrays=tuple(dict.fromkeys(shapes_arrays)))
 
+    def _strings(self, texts: list[str]) -> d.Expr:
+        """Every spelling of the strings ``texts`` (with ``spelling="natural"``, their natural
+        spellings recorded for the emitter)."""
+        if not texts:
+            return d.NOTHING
+        string = lx.string_literal(texts[0]) if len(texts) == 1 else lx.string_literals(texts)
+        if self.options.natural:
+            self.natural.known(string, lx.string_literals(texts, natural_char))
+        return string
+
     def value_node(self, value: Any, path: Path) -> Node:
         """The node of exactly one JSON value (``const``, one ``enum`` member)."""
         if value is None:
@@ -305,7 +315,7 @@ class Expander(Complements):
             self._notation(path)
             return Node(number=nm.number_value(nm.to_decimal(value, pointer(path)), self.limits))
         if isinstance(value, str):
-            return Node(string=lx.string_literal(value))
+            return Node(string=self._strings([value]))
         if isinstance(value, list):
             prefix = tuple(self._const(item, path) for item in value)
             return Node(arrays=(ArrayShape(prefix, FALSE, len(value), len(value)),))

@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 from ...automata import charset as cs
 from ...caches import register_process_cache
@@ -168,11 +169,13 @@ def string_literal_then(text: str, suffix: d.Expr) -> d.Expr:
     return d.concat(_QUOTE, node)
 
 
-def string_literals(texts) -> d.Expr:
+def string_literals(texts, char: Callable[[cs.CharSet], d.Expr] | None = None) -> d.Expr:
     """Every spelling of any of the JSON strings ``texts``, as a trie (shared prefixes, so a
     derivative follows one branch however many strings there are). The closing quote ends
     each branch (appending it to the whole trie would rebuild every branch), so one string
-    gives the same node as :func:`string_literal`."""
+    gives the same node as :func:`string_literal`. ``char`` spells each character instead of
+    :func:`json_char` (the natural spelling's, say)."""
+    char_of = json_char_of if char is None else (lambda c: char(((ord(c), ord(c)),)))
     words = sorted(set(texts))
     if not words:
         return d.NOTHING
@@ -202,7 +205,7 @@ def string_literals(texts) -> d.Expr:
         options.extend(built[child] for child in children)
         node = options[0] if len(options) == 1 else d.alternation(*options)
         for c in reversed(first[depth:common]):
-            node = d.concat(json_char_of(c), node)
+            node = d.concat(char_of(c), node)
         built[(lo, hi)] = node
     return d.concat(_QUOTE, built[(0, len(words))])
 

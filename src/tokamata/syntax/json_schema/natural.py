@@ -89,8 +89,10 @@ _ESCAPED: cs.CharSet = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
 @functools.lru_cache(maxsize=4096)
 def natural_char(charset: cs.CharSet) -> d.Expr:
     r"""One code point of ``charset`` in natural spelling: raw UTF-8 where JSON allows it, else
-    its natural escape (``\"``, ``\\``, a short escape or ``\u00xx``). (Kept across
-    compiles, as :func:`_word_trie` is.)
+    its natural escape (``\"``, ``\\``, a short escape or ``\u00xx``). (Kept per process, as
+    :func:`~.lexemes.json_char` is, also across ``clear_caches``: at most 4096 code point sets,
+    and a kept expression is never wrong after ``clear_interned``, only no longer shared with
+    equal ones built later, such as the rewrite's.)
 
     >>> def spells(expr, text):
     ...     for byte in text:
@@ -230,4 +232,3 @@ class Naturalizer:
 
 
 register_process_cache("natural escapes as tries", _word_trie.cache_clear)
-register_process_cache("natural spellings of characters", natural_char.cache_clear)
