@@ -23,9 +23,11 @@ Invariants:
   makes of :func:`~.lexemes.json_char` of the set. A character-level language lowered with it
   (:func:`~.strings.lower_chars`) is exactly the natural spellings of the one lowered with
   ``json_char`` (both spellings are prefix codes, so AND and DIFF commute with them too): the
-  expander builds string languages from formats, patterns and lengths both ways, and records
-  the natural one with :meth:`Naturalizer.known`, so the rewrite never walks them (a format
-  like ``date-time`` has tens of thousands of nodes).
+  expander builds the languages of the string keywords (lengths, patterns, formats) and of
+  string values (``enum``, ``const``) both ways, and records the natural one with
+  :meth:`Naturalizer.known`, so the rewrite never walks them (a format like ``date-time`` has
+  tens of thousands of nodes); the rewrite is left for what combines them (``anyOf``,
+  ``allOf``, ``not``: member by member, down to recorded languages).
 - Results are kept per expression for one compile (one :class:`Naturalizer` per expander).
 """
 
