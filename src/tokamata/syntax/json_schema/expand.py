@@ -89,6 +89,7 @@ class Expander(Complements):
         self._annotations = _mentions_unevaluated(document, source)
         #: the natural spellings of this compile's string languages (used with spelling="natural")
         self.natural = Naturalizer(limits)
+        self._patterns: dict[str, list[d.Expr]] = {}  # pattern -> its contents (a type's dates share one)
 
     # -- entry points -----------------------------------------------------------------------
     def conj(self, path: Path) -> Conj:
@@ -379,13 +380,21 @@ class Expander(Complements):
         if low is None and high is None and "pattern" not in schema and form is None:
             return None
         spellings = ("any", "natural") if self.options.natural else ("any",)
-        patterns = st.pattern_contents(schema["pattern"], "pattern", pointer(path + ("pattern",)), self.limits,
-                                       [fm.SPELLINGS[s] for s in spellings]) if "pattern" in schema else None
+        patterns = self._pattern(schema["pattern"], path, spellings) if "pattern" in schema else None
         strings = [self._string_language(low, high, None if patterns is None else patterns[k], form, spelling)
                    for k, spelling in enumerate(spellings)]
         if self.options.natural:
             self.natural.known(strings[0], strings[1])
         return strings[0]
+
+    def _pattern(self, pattern: Any, path: Path, spellings: tuple[str, ...]) -> list[d.Expr]:
+        """The contents of ``pattern`` in each of ``spellings`` (read once per compile)."""
+        found = self._patterns.get(pattern) if isinstance(pattern, str) else None
+        if found is None:
+            found = st.pattern_contents(pattern, "pattern", pointer(path + ("pattern",)), self.limits,
+                                        [fm.SPELLINGS[s] for s in spellings])
+            self._patterns[pattern] = found
+        return found
 
     def _string_language(self, low: Optional[int], high: Optional[int], pattern: Optional[d.Expr],
                          form: Optional[str], spelling: str) -> d.Expr:
