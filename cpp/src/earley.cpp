@@ -288,14 +288,33 @@ int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
   if (found != by_kernel_.end()) {
     child = found->second;
   } else {
-    if (static_cast<int64_t>(sets_.size()) >= max_sets_) {
-      throw LimitError("max_parser_states", static_cast<double>(sets_.size() + 1), static_cast<double>(max_sets_));
-    }
-    child = static_cast<int32_t>(sets_.size());
+    // A new kernel may still close to a set we have: kernels differ in their completed items
+    // (a lexeme's rule, completed at once, keeps the origin where the lexeme started), which
+    // the future never looks at. Two sets with the same open items and acceptance are the
+    // same state; without this, the parser states after k abutting lexemes of different
+    // terminals (or split at different places) would be distinct, exponentially many.
     auto fresh = std::make_unique<Set>();
     std::vector<int32_t> roots;
-    close(kernel, child, roots, *fresh);
-    sets_.push_back(std::move(fresh));
+    close(kernel, static_cast<int32_t>(sets_.size()), roots, *fresh);
+    std::vector<int32_t> content;
+    content.reserve(fresh->entries.size() * 2 + 1);
+    content.push_back(fresh->accepting ? 1 : 0);
+    for (const Entry& e : fresh->entries) {
+      content.push_back(e.item.position);
+      content.push_back(e.item.origin);
+    }
+    const std::string content_key = key_of(content);
+    auto same = by_content_.find(content_key);
+    if (same != by_content_.end()) {
+      child = same->second;
+    } else {
+      if (static_cast<int64_t>(sets_.size()) >= max_sets_) {
+        throw LimitError("max_parser_states", static_cast<double>(sets_.size() + 1), static_cast<double>(max_sets_));
+      }
+      child = static_cast<int32_t>(sets_.size());
+      sets_.push_back(std::move(fresh));
+      by_content_.emplace(content_key, child);
+    }
     by_kernel_.emplace(key, child);
   }
   sets_[handle]->children.emplace_back(terminal, child);

@@ -402,6 +402,24 @@ def test_flat_rule_queries_refuse_bad_arguments():
         _core.EarleyCore(rules, 2, 1000, 1000)
 
 
+@pytest.mark.parametrize("recursion", ["left", "right"])
+def test_parser_states_merge_whatever_the_lexeme_sequence(recursion):
+    # Atoms of two terminals abut in any order: the kernels after "A B" and "B A" differ (the
+    # completed atom keeps its origin), their open items do not. Merging by content keeps the
+    # states linear in the number of lexemes (right recursion) or constant (left), where
+    # kernels alone gave 2^k states: the s-expression cliff (issue 20).
+    rules = [("s", ["s", "d"]), ("s", ["d"])] if recursion == "left" else [("s", ["d", "s"]), ("s", ["d"])]
+    g = grammar({"A": lit("a"), "B": lit("b")}, rules + [("d", ["A"]), ("d", ["B"])])
+    parser, reference = EarleyParser(g, tokamata.Limits()), ReferenceEarleyParser(g, tokamata.Limits())
+    k = 10
+    for seq in itertools.product(range(2), repeat=k):
+        h, r = 0, 0
+        for t in seq:
+            h, r = parser.scan(h, t), reference.scan(r, t)
+            assert parser.allowed(h) == reference.allowed(r) and parser.accepting(h) == reference.accepting(r)
+    assert parser.num_states <= (4 if recursion == "left" else 2 * k + 2)
+
+
 @settings(max_examples=200, deadline=None)
 @given(random_rules, st.randoms(use_true_random=False))
 def test_cpp_earley_matches_the_reference_on_random_grammars(case, rng):

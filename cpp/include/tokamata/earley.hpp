@@ -4,7 +4,12 @@
 // - Handle 0 is the set before any terminal; scan(h, t) is the set after terminal t, or -1
 //   when t cannot come next. Sets never change once built (only their scan memo grows).
 // - Sets are hash-consed by kernel: equal kernels are the same handle (a set's closure is a
-//   function of its kernel, since predicted items point at the set itself).
+//   function of its kernel, since predicted items point at the set itself). Sets are also
+//   hash-consed by content: two kernels whose closures have the same open items (items
+//   expecting a symbol, with their origins) and the same acceptance are one handle, since
+//   scans, completions into the set and allowed terminals read nothing else. So the number
+//   of sets reachable is bounded by the distinct open-item sets, not by the distinct
+//   lexeme sequences (abutting lexemes would otherwise give exponentially many).
 // - A set stores its earlier-origin items (kernel and completions) as one array sorted by the
 //   symbol after the dot, and its predicted items as a shared Predicted block per set of
 //   predicted nonterminals (also sorted by symbol): lookups are binary searches, and building
@@ -103,6 +108,7 @@ class EarleyCore {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Set>> sets_;
   std::unordered_map<std::string, int32_t> by_kernel_;
+  std::unordered_map<std::string, int32_t> by_content_;  // (accepting, open items) -> handle
   std::unordered_map<std::string, const Predicted*> predicted_by_roots_;
   std::unordered_map<std::string, std::unique_ptr<Predicted>> predicted_;
   std::vector<std::vector<int32_t>> allowed_sets_;

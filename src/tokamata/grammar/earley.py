@@ -3,7 +3,9 @@
 Invariants:
 - A parser state is a handle (int); 0 is the state before any terminal. ``scan(h, t)`` is the
   state after terminal ``t`` or -1 if ``t`` cannot come next; states are immutable and
-  hash-consed by kernel, so equal parses share handles (masks are cached per handle).
+  hash-consed by kernel and by content (the closure's open items and acceptance), so equal
+  parses share handles (masks are cached per handle) and the states after any mix of
+  abutting lexemes stay polynomially many.
 - ``allowed(h)`` is exactly the set of terminals after which the parse can still be completed
   (every nonterminal is productive: ``check_grammar``); ``accepting(h)`` says the terminals so
   far form a sentence.
