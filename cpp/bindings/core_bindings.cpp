@@ -129,7 +129,9 @@ std::shared_ptr<EarleyCore> make_earley(const GrammarRules& rules, int32_t start
 // states it added); the terminals ending at a lexer state come from the native lexer DFA.
 std::shared_ptr<GrammarCore> make_grammar_core(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared,
                                                std::shared_ptr<EarleyCore> parser, U8Array ignored,
-                                               nb::object start, std::shared_ptr<DerivativeDfa> lexer_dfa) {
+                                               nb::object start, std::shared_ptr<DerivativeDfa> lexer_dfa,
+                                               int64_t max_mask_work) {
+  if (max_mask_work < 1) throw nb::value_error("max_mask_work must be positive");
   RegexCore* core = lexer.get();
   GrammarCore::StartFn start_fn = [start, core](int32_t allowed_id) {
     nb::gil_scoped_acquire acquire;
@@ -146,7 +148,7 @@ std::shared_ptr<GrammarCore> make_grammar_core(std::shared_ptr<RegexCore> lexer,
   GrammarCore::EndsFn ends_fn = [lexer_dfa](int32_t state, std::vector<int32_t>& out) { out = lexer_dfa->ends(state); };
   std::vector<uint8_t> ignore(ignored.data(), ignored.data() + ignored.shape(0));
   return std::make_shared<GrammarCore>(std::move(lexer), std::move(shared), std::move(parser), std::move(ignore),
-                                       std::move(start_fn), std::move(ends_fn));
+                                       std::move(start_fn), std::move(ends_fn), max_mask_work);
 }
 
 std::shared_ptr<ConstraintCore> make_constraint_core(std::shared_ptr<RegexCore> lexer, std::shared_ptr<GrammarCore> grammar,
@@ -370,7 +372,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<GrammarCore>(m, "GrammarCore")
       .def(nb::new_(&make_grammar_core), "lexer"_a, "shared_events"_a.none(), "parser"_a, "ignored"_a,
-           "start"_a, "lexer_dfa"_a)
+           "start"_a, "lexer_dfa"_a, "max_mask_work"_a = INT64_MAX)
       .def("inside_row", [](GrammarCore& g, int32_t state, Words out) {
         RegexCore& core = g.lexer();
         check_words(out, core);

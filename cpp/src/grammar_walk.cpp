@@ -173,6 +173,7 @@ const SubtreeData* GrammarCore::subtree_data(uint32_t root, int32_t state) {
   const size_t end = root + nodes[root].subtree_size;
   size_t p = root + 1;
   while (p < end) {
+    spend(1);
     const TrieNode& node = nodes[p];
     const int32_t next = dfa.step_class(states.back(), class_map[node.byte]);
     if (next >= 0) {
@@ -218,6 +219,7 @@ void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* 
     const TrieNode& node = nodes[p];
     const int32_t cls = class_map[node.byte];
     const auto [begin, stop] = levels.back();
+    spend(static_cast<int64_t>(stop - begin));
     const size_t fresh = buf.size();
     for (size_t i = begin; i < stop; ++i) {
       const Config c = buf[i];
@@ -277,6 +279,7 @@ void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t
     if (after->empty()) continue;
     const uint32_t first = index.offsets[segment], last = index.offsets[segment + 1];
     const int32_t cls = class_map[byte];
+    spend(static_cast<int64_t>(after->size() + (last - first)));
     stepped.clear();
     for (const Config& c : *after) {
       const int32_t next = dfa.step_class(c.state, cls);
@@ -334,6 +337,7 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
   const TrieNode* nodes = lexer_->trie().nodes().data();
   // Each (node, configuration) is handled once per crossing: different splits of a token
   // into lexemes (a run of spaces, say) reach the same pair again and again.
+  spend(static_cast<int64_t>(configs.size()));
   std::vector<Config> todo;
   todo.reserve(configs.size());
   for (const Config& c : configs) {
@@ -375,8 +379,30 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
   walk_below(node, buf, bits, targets);
 }
 
+void GrammarCore::spend(int64_t steps) {
+  work_ += steps;
+  if (work_ > dense_cap_) {
+    if (dense_cap_ < max_work_) throw Dense{};
+    throw LimitError("max_mask_work", static_cast<double>(work_), static_cast<double>(max_work_));
+  }
+}
+
 int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
-  return with_targets([&](const Targets& targets) { cross_groups(index_locked(state), parser, bits, targets, 0); });
+  return with_targets([&](const Targets& targets) {
+    const EventIndex& index = index_locked(state);
+    const int64_t nodes = static_cast<int64_t>(lexer_->trie().nodes().size());
+    dense_cap_ = std::min(nodes, max_work_);
+    try {
+      cross_groups(index, parser, bits, targets, 0);
+      return;
+    } catch (const Dense&) {
+    }
+    // lexemes abut densely: one plain walk from the root steps each (node, configuration) once
+    dense_cap_ = max_work_;
+    std::vector<Config>& buf = walk_buf_;
+    buf.assign(1, Config{parser, state});
+    walk_below(0, buf, bits, targets);
+  });
 }
 
 int64_t GrammarCore::below(uint32_t node, const std::vector<Config>& configs, uint32_t* bits) {
@@ -412,6 +438,8 @@ int64_t GrammarCore::with_targets(const std::function<void(const Targets&)>& wal
   };
   ++epoch_;
   visit_count_ = 0;
+  work_ = 0;
+  dense_cap_ = max_work_;
   walk(targets);
   return calls;
 }

@@ -138,10 +138,11 @@ class GrammarCore:
 
     def __init__(self, lexer: RegexCore, shared_events: SharedEventCache | None, parser: EarleyCore,
                  ignored: npt.NDArray[np.uint8], start: Callable[[int, int], tuple[int, bytes, bytes]],
-                 lexer_dfa: DerivativeDfa) -> None:
+                 lexer_dfa: DerivativeDfa, max_mask_work: int = ...) -> None:
         """``start(allowed_id, known_states)``: the lexer state a lexeme starts in after a
         parser state whose allowed set is ``allowed_id``, with the accepting flags and keys
-        of the lexer states added since ``known_states``."""
+        of the lexer states added since ``known_states``. ``max_mask_work``: steps one
+        crossing walk may take (``LimitExceeded`` past it)."""
     def inside_row(self, state: int, out: npt.NDArray[np.uint32]) -> int:
         """Overwrite ``out`` with the tokens that keep lexer state ``state`` live."""
     def crossing(self, parser: int, state: int, out: npt.NDArray[np.uint32]) -> int:

@@ -164,7 +164,7 @@ class Constraint:
                 return owner._start_callback(allowed_id, known)
 
             grammar_core = _core.GrammarCore(lexer_core, shared_events(vocab), self.parser.core, ignored,
-                                             start_callback, self.lexer.dfa)
+                                             start_callback, self.lexer.dfa, limits.max_mask_work)
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
                                           offsets, tokens, limits.max_lexer_configurations, MASK_CACHE_SIZE)
 

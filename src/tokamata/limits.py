@@ -57,6 +57,12 @@ class Limits:
     max_parser_states: int = 1_000_000
     #: simultaneous (parser, lexer) configurations one matcher tracks (lexing ambiguity)
     max_lexer_configurations: int = 1_000
+    #: steps one grammar mask walk may take (a configuration stepped over a trie node, where
+    #: lexemes end inside tokens); a mask makes one walk per configuration of its position.
+    #: Past it the mask raises at once, instead of running for seconds. A walk takes at most
+    #: about (trie nodes) x (distinct configurations at a node) steps: Llama 3's trie has
+    #: about 300,000 nodes, and real grammars need a few million steps at the very most
+    max_mask_work: int = 50_000_000
     #: tokens ``Matcher.forced_tokens`` and bytes ``Matcher.forced_bytes`` return at most: a
     #: longer forced run (``a(aa)*`` over the one token ``aa`` never ends) is cut there, and
     #: the next call, after consuming, goes on

@@ -10,6 +10,7 @@ relies on to fail one request and keep serving the rest (docs/engine.md, "Servin
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -68,3 +69,36 @@ def test_a_limit_in_a_batch_fills_the_other_rows(threads: int) -> None:
     assert info.value.limit == "max_dfa_states"
     assert [int(bitmask[row, 0]) for row in (0, 2, 3)] == [1, 1, 1]  # only "a"
     assert int(bitmask[1, 0]) == 0  # the failing row is left as it was
+
+
+# Every string of a and b up to 6 bytes: a token may hold several lexemes, so grammar masks
+# walk the trie across lexeme boundaries (the work Limits.max_mask_work bounds).
+AB_TOKENS = [bytes(p) for n in range(1, 7) for p in itertools.product(b"ab", repeat=n)]
+AB_VOCAB = tokamata.Vocabulary.from_token_bytes(AB_TOKENS + [None], eos_token_ids=[len(AB_TOKENS)])
+# Abutting atoms of two overlapping terminals: every split of a token is a parse.
+ABUTTING = 'start: x+\nx: A | B\nA: /a+b*/\nB: /b+/'
+
+
+def test_a_mask_past_its_work_budget_fails_that_call_only() -> None:
+    tight = tokamata.compile_grammar(ABUTTING, AB_VOCAB, limits=Limits(max_mask_work=40))
+    roomy = tokamata.compile_grammar(ABUTTING, AB_VOCAB)
+    failing, healthy = tight.matcher(), roomy.matcher()
+    bitmask = tokamata.allocate_bitmask(2, AB_VOCAB.size)
+    with pytest.raises(tokamata.LimitExceeded) as info:
+        failing.fill_bitmask(bitmask, 0)
+    assert info.value.limit == "max_mask_work" and info.value.value > info.value.bound == 40
+    # the matcher still consumes (consume walks no trie) and reports its position
+    assert failing.consume(AB_TOKENS.index(b"ab")) and failing.num_consumed == 1
+    # a batch fills the healthy row and leaves the failing one as it was
+    bitmask[:] = 0
+    with pytest.raises(tokamata.LimitExceeded):
+        tokamata.fill_bitmasks([failing, healthy], bitmask)
+    assert not bitmask[0].any()
+    expected = set(range(len(AB_TOKENS)))  # x+ over a/b: every token may come first
+    assert {i for i in range(AB_VOCAB.size) if bitmask[1, i // 32] >> (i % 32) & 1} == expected
+    assert set(healthy.allowed_tokens().tolist()) == expected
+
+
+def test_the_work_budget_is_checked_when_limits_are_made() -> None:
+    with pytest.raises(tokamata.InvalidArgument):
+        Limits(max_mask_work=0)

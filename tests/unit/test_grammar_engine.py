@@ -168,6 +168,38 @@ def test_allowed_tokens_match_consume_exhaustively():
         assert spelled, name
 
 
+SEXP_ABUTTING = r"""
+start: datum+
+?datum: atom | "(" datum* ")"
+atom: SYMBOL | NUMBER
+SYMBOL: /[a-z][a-z0-9]*/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+
+
+def test_masks_where_lexemes_abut_match_consume():
+    # Every split of a token into abutting atoms is a parse: masks come from the dense walk
+    # (the event-indexed walk gives way to it); consume runs the lexer over the bytes alone.
+    pieces = [b"a", b"1", b"(", b")", b" "]
+    tokens = sorted({bytes().join(p) for n in range(1, 4) for p in itertools.product(pieces, repeat=n)})
+    vocab = tokamata.Vocabulary.from_token_bytes(tokens + [None], eos_token_ids=[len(tokens)])
+    c = tokamata.compile_grammar(SEXP_ABUTTING, vocab)
+    frontier = [c.matcher()]
+    rng = random.Random(5)
+    for _ in range(4):
+        nxt = []
+        for m in frontier:
+            allowed = set(m.allowed_tokens().tolist())
+            for token in range(len(tokens)):
+                twin = m.copy()
+                assert twin.consume(token) == (token in allowed), (m.num_consumed, tokens[token])
+                if token in allowed:
+                    nxt.append(twin)
+            assert (len(tokens) in allowed) == m.is_accepting()
+        frontier = rng.sample(nxt, min(len(nxt), 6))
+
+
 def test_rollback_copy_and_termination():
     g = grammar({"A": lit("a"), "B": lit("b")}, [("s", ["A", "B"])])
     c = compile_grammar_ir(g, BYTES)

@@ -23,6 +23,14 @@
 //   over the byte once, and only the children whose byte some configuration can take are
 //   walked (deduplicated per trie level). So an identifier state with 47k events costs only
 //   the children that can start what the parser allows after an identifier.
+// - When lexemes may abut densely (an s-expression symbol may end at any byte and the next one
+//   start there), the event-indexed walk meets the same (node, configuration) pairs from every
+//   event above them. A crossing whose event-indexed walk takes more steps than the trie has
+//   nodes gives way to one plain DFS from the root (walk_below), which steps each (node,
+//   configuration) once: its cost is bounded by nodes x distinct configurations, and the bits
+//   the abandoned walk set are all correct (bits only grow).
+// - Every walk counts its steps and throws LimitError("max_mask_work") past max_work
+//   (Limits.max_mask_work), at once: a mask never runs for seconds.
 // - Walks hold the lexer core's compute mutex (they expand the lexer DFA, natively) and run
 //   without the GIL; the boundary callback (start states for new allowed-terminal sets)
 //   re-acquires it.
@@ -102,17 +110,21 @@ class GrammarCore {
   using StartFn = std::function<int32_t(int32_t allowed_id)>;
   using EndsFn = std::function<void(int32_t state, std::vector<int32_t>& out)>;
 
+  // max_work: the most steps (a configuration stepped over a trie node's byte, or one handed
+  // to a node) one walk may take; past it the walk throws LimitError("max_mask_work").
   GrammarCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared,
-              std::shared_ptr<EarleyCore> parser, std::vector<uint8_t> ignored, StartFn start, EndsFn ends)
+              std::shared_ptr<EarleyCore> parser, std::vector<uint8_t> ignored, StartFn start, EndsFn ends,
+              int64_t max_work = INT64_MAX)
       : lexer_(std::move(lexer)), shared_(std::move(shared)), parser_(std::move(parser)),
-        ignored_(std::move(ignored)), start_fn_(std::move(start)), ends_fn_(std::move(ends)) {}
+        ignored_(std::move(ignored)), start_fn_(std::move(start)), ends_fn_(std::move(ends)), max_work_(max_work) {}
 
   RegexCore& lexer() { return *lexer_; }
   EarleyCore& parser() { return *parser_; }
   // Both must be called without the GIL.
   const std::vector<BoundaryEvent>& events(int32_t state);
-  // ORs the crossing tokens of configuration (parser, state) into bits; returns the number of
-  // boundaries resolved (for tests and benchmarks).
+  // ORs the crossing tokens of configuration (parser, state) into bits (and possibly tokens of
+  // the inside row of `state`, which the mask has anyway); returns the number of boundaries
+  // resolved (for tests and benchmarks).
   int64_t crossing(int32_t parser, int32_t state, uint32_t* bits);
   // ORs into bits the tokens strictly below trie node `node` that some configuration of
   // `configs` (the lexer states after the node's path) keeps alive, crossing boundaries as
@@ -157,6 +169,13 @@ class GrammarCore {
   void walk_below(uint32_t node, std::vector<Config>& buf, uint32_t* bits, const Targets& targets);
   void cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, const Targets& targets, int depth);
   void cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, const Targets& targets, int depth);
+  // Counts `steps` of work: throws LimitError past max_work_, and Dense past dense_cap_.
+  void spend(int64_t steps);
+  struct Dense {};
+
+  int64_t max_work_;
+  int64_t work_ = 0;        // steps of the current walk
+  int64_t dense_cap_ = 0;   // the event-indexed walk gives way to the plain one past this
 
   std::shared_ptr<RegexCore> lexer_;
   std::shared_ptr<SharedEventCache> shared_;
