@@ -149,6 +149,8 @@ class Tokamata(Engine):
         if case.kind == "json":
             return self.tk.compile_json(self.vocab, whitespace=self.json_whitespace,
                                         **self._spelling(self.tk.compile_json))
+        if case.kind == "gbnf":
+            return self.tk.compile_gbnf(case.gbnf, self.vocab)
         return self.tk.compile_grammar(case.lark, self.vocab)
 
     #: tokamata.compile_json_schema's whitespace and property order (bench_json_schema.py options)
@@ -201,7 +203,10 @@ class LLGuidance(Engine):
         return self._matcher_of(self.llg.LLMatcher.grammar_from_regex(pattern))
 
     def compile_grammar(self, case):
-        # "json" is also Lark text here: `start: %json {}` (any JSON value)
+        # "json" is also Lark text here: `start: %json {}` (any JSON value); GBNF goes through
+        # llguidance's own converter (grammar_from, as its llama.cpp integration does), timed
+        if case.kind == "gbnf":
+            return self._matcher_of(self.llg.grammar_from("gbnf", case.gbnf))
         return self._matcher_of(self.llg.LLMatcher.grammar_from_lark(case.lark))
 
     def compile_schema(self, schema):
@@ -258,6 +263,8 @@ class XGrammar(Engine):
     def compile_grammar(self, case):
         if case.kind == "json":
             return self.compiler.compile_builtin_json_grammar()
+        if case.ebnf is None:
+            raise Unavailable(f"no xgrammar EBNF conversion of {case.name}")
         return self.compiler.compile_grammar(case.ebnf)
 
     def compile_schema(self, schema):

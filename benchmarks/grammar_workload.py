@@ -47,19 +47,29 @@ JSON_SPLITS = (
     "MCPspec", "BFCL", "JME",
 )
 
-GRAMMAR_NAMES = ("json", "arithmetic", "c_like")
+#: Lark grammars: tests/data/grammars/NAME.lark or benchmarks/grammars/NAME.lark, instances in
+#: benchmarks/grammars/NAME_instances.txt; an xgrammar conversion NAME.ebnf where one exists
+LARK_GRAMMARS = ("arithmetic", "c_like", "sql", "tool_call", "python_like", "sexp")
+#: GBNF grammars (benchmarks/grammars/NAME.gbnf), of the kinds of llama.cpp's examples, written
+#: for this benchmark; tokamata compile_gbnf, llguidance its GBNF converter, xgrammar as is
+GBNF_GRAMMARS = ("gbnf_json", "gbnf_arithmetic", "gbnf_chess", "gbnf_list")
+#: GBNF grammars whose instances end with a newline (read_instances strips it)
+NEWLINE_TERMINATED = ("gbnf_arithmetic", "gbnf_list")
+
+GRAMMAR_NAMES = ("json",) + LARK_GRAMMARS + GBNF_GRAMMARS
 
 
 @dataclass
 class GrammarCase:
     name: str
-    kind: str  # "json" (each engine's own generic JSON) or "lark" (lark text + EBNF conversion)
+    kind: str  # "json" (each engine's own generic JSON), "lark" (lark text + EBNF conversion) or "gbnf"
     lark: str  # Lark text for tokamata and llguidance (for json: LLGUIDANCE_ANY_JSON)
     ebnf: str | None  # xgrammar EBNF (GBNF style, root rule "root"); None for json (builtin)
     instances: list[str]
     sources: dict[str, str]  # engine -> where its grammar comes from (for the report)
     instance_source: str
     tokens: list[list[int]] = field(default_factory=list)
+    gbnf: str | None = None  # the GBNF text of a "gbnf" case
 
 
 TRIVIAL = GrammarCase("trivial", "lark", 'start: "x"', 'root ::= "x"', ["x"], {}, "")
@@ -152,12 +162,26 @@ def load_case(name: str, json_count: int = 50) -> GrammarCase:
         )
     if name not in GRAMMAR_NAMES:
         raise ValueError(f"unknown grammar {name!r}")
+    ip = os.path.join(GRAMMARS_DIR, name + "_instances.txt")
+    if name in GBNF_GRAMMARS:
+        gp = os.path.join(GRAMMARS_DIR, name + ".gbnf")
+        text = _read(gp)
+        instances = read_instances(ip)
+        if name in NEWLINE_TERMINATED:
+            instances = [i + "\n" for i in instances]
+        return GrammarCase(
+            name, "gbnf", "", text, instances,
+            {"tokamata": f"`compile_gbnf` of `{_rel(gp)}`", "llguidance": f"`grammar_from(\"gbnf\", ...)` of `{_rel(gp)}`",
+             "xgrammar": f"`{_rel(gp)}`"},
+            f"`{_rel(ip)}`", gbnf=text,
+        )
     lp = lark_path(name)
     ep = os.path.join(GRAMMARS_DIR, name + ".ebnf")
-    ip = os.path.join(GRAMMARS_DIR, name + "_instances.txt")
+    has_ebnf = os.path.exists(ep)
     case = GrammarCase(
-        name, "lark", _read(lp), _read(ep), read_instances(ip),
-        {"tokamata": f"`{_rel(lp)}`", "llguidance": f"`{_rel(lp)}`", "xgrammar": f"`{_rel(ep)}`"},
+        name, "lark", _read(lp), _read(ep) if has_ebnf else None, read_instances(ip),
+        {"tokamata": f"`{_rel(lp)}`", "llguidance": f"`{_rel(lp)}`",
+         "xgrammar": f"`{_rel(ep)}`" if has_ebnf else "(no conversion)"},
         f"`{_rel(ip)}`",
     )
     check_with_lark(case)
