@@ -406,7 +406,9 @@ NB_MODULE(_core, m) {
         g.lexer().register_states(known, accepting.data(), keys.data(), static_cast<int32_t>(accepting.shape(0)));
       }, "known"_a, "accepting"_a, "keys"_a)
       .def_prop_ro("num_states", [](GrammarCore& g) { return g.lexer().num_states(); })
-      .def_prop_ro("num_event_lists", &GrammarCore::num_event_lists);
+      .def_prop_ro("num_event_lists", &GrammarCore::num_event_lists)
+      .def_prop_ro("walk_steps", &GrammarCore::walk_steps)
+      .def_prop_ro("dense_walks", &GrammarCore::dense_walks);
 
   nb::class_<ConstraintCore>(m, "ConstraintCore")
       .def(nb::new_(&make_constraint_core), "lexer"_a, "grammar"_a.none(), "initial_lexer"_a, "accepts_empty"_a, "special_offsets"_a,

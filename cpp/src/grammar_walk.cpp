@@ -108,6 +108,8 @@ constexpr uint32_t kBigSubtree = 128;
 constexpr size_t kMaxSubtreeEntries = 16384;
 // Deeper recursion (boundaries within one token) falls back to the non-recursive walk.
 constexpr int kMaxRecursion = 64;
+// At most this many configurations remembered as dense (their crossings skip the indexed walk).
+constexpr size_t kMaxDenseEntries = 65536;
 }  // namespace
 
 EventIndex GrammarCore::build_index(const std::vector<BoundaryEvent>& events) const {
@@ -391,14 +393,20 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   return with_targets([&](const Targets& targets) {
     const EventIndex& index = index_locked(state);
     const int64_t nodes = static_cast<int64_t>(lexer_->trie().nodes().size());
-    dense_cap_ = std::min(nodes, max_work_);
-    try {
-      cross_groups(index, parser, bits, targets, 0);
-      return;
-    } catch (const Dense&) {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(parser)) << 32) | static_cast<uint32_t>(state);
+    if (!dense_.count(key)) {
+      dense_cap_ = std::min(nodes, max_work_);
+      try {
+        cross_groups(index, parser, bits, targets, 0);
+        return;
+      } catch (const Dense&) {
+      }
+      // (a mask evicted from the constraint's cache and asked again goes dense at once)
+      if (dense_.size() < kMaxDenseEntries) dense_.insert(key);
     }
     // lexemes abut densely: one plain walk from the root steps each (node, configuration) once
     dense_cap_ = max_work_;
+    dense_total_.fetch_add(1, std::memory_order_relaxed);
     std::vector<Config>& buf = walk_buf_;
     buf.assign(1, Config{parser, state});
     walk_below(0, buf, bits, targets);
@@ -440,6 +448,11 @@ int64_t GrammarCore::with_targets(const std::function<void(const Targets&)>& wal
   visit_count_ = 0;
   work_ = 0;
   dense_cap_ = max_work_;
+  struct Count {  // counted also when the walk throws
+    std::atomic<int64_t>& total;
+    const int64_t& work;
+    ~Count() { total.fetch_add(work, std::memory_order_relaxed); }
+  } count{steps_total_, work_};
   walk(targets);
   return calls;
 }

@@ -153,6 +153,12 @@ class GrammarCore:
     def num_states(self) -> int: ...
     @property
     def num_event_lists(self) -> int: ...
+    @property
+    def walk_steps(self) -> int:
+        """Steps taken by every crossing walk so far (``Limits.max_mask_work`` bounds one walk)."""
+    @property
+    def dense_walks(self) -> int:
+        """Crossing walks that gave way to the plain DFS (lexemes abutting densely)."""
 
 class ConstraintCore:
     """A constraint's positions: masks and advances for every matcher of it (strategy 0:

@@ -165,6 +165,8 @@ class Constraint:
 
             grammar_core = _core.GrammarCore(lexer_core, shared_events(vocab), self.parser.core, ignored,
                                              start_callback, self.lexer.dfa, limits.max_mask_work)
+        #: the crossing walks' core (None for the regular strategy): walk_steps, dense_walks
+        self.grammar_core = grammar_core
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
                                           offsets, tokens, limits.max_lexer_configurations, MASK_CACHE_SIZE)
 

@@ -35,6 +35,7 @@
 //   without the GIL; the boundary callback (start states for new allowed-terminal sets)
 //   re-acquires it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -131,6 +132,10 @@ class GrammarCore {
   // crossing() does (a token healing prefix ends at `node`); returns the same count.
   int64_t below(uint32_t node, const std::vector<Config>& configs, uint32_t* bits);
   size_t num_event_lists() const;
+  // Steps taken by every walk so far (what Limits.max_mask_work bounds per walk), and the
+  // walks that gave way to the plain DFS: for tests and benchmarks.
+  int64_t walk_steps() const { return steps_total_.load(std::memory_order_relaxed); }
+  int64_t dense_walks() const { return dense_total_.load(std::memory_order_relaxed); }
   // The three below: the caller holds lexer().compute_mutex().
   // Terminals that may end at lexer state `state` (cached).
   const std::vector<int32_t>& ends_of(int32_t state);
@@ -176,6 +181,9 @@ class GrammarCore {
   int64_t max_work_;
   int64_t work_ = 0;        // steps of the current walk
   int64_t dense_cap_ = 0;   // the event-indexed walk gives way to the plain one past this
+  std::unordered_set<uint64_t> dense_;  // (parser, state) whose crossing went dense; compute mutex
+  std::atomic<int64_t> steps_total_{0};
+  std::atomic<int64_t> dense_total_{0};
 
   std::shared_ptr<RegexCore> lexer_;
   std::shared_ptr<SharedEventCache> shared_;
