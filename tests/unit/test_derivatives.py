@@ -146,3 +146,20 @@ def test_name_accepts_any_string_shortcut_agrees_with_the_walk():
         spelled = json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass")
         assert name_accepts(lx.ANY_STRING, name) == _matches(lx.ANY_STRING, spelled), name
     assert not name_accepts(lx.ANY_STRING, "\udc00x")
+
+
+def test_equal_is_structural_across_clear_interned():
+    def build(step: int, tail: int):
+        digits = d.byte_set(sum(1 << b for b in range(0x30, 0x3A)))
+        minus = d.repeat(d.byte_set(1 << 0x2D), 0, 1)
+        return d.concat(minus, boolean.intersection(d.repeat(digits, 1, d.UNBOUNDED),
+                                                    boolean.decimal_multiple(step, 0),
+                                                    d.repeat(digits, 0, tail)))
+
+    before, other = build(7, 5), build(7, 6)
+    assert d.equal(before, build(7, 5)) and before is build(7, 5)  # (interned: one node)
+    d.clear_interned()
+    after = build(7, 5)
+    assert after is not before and d.equal(after, before) and d.equal(before, after)
+    assert not d.equal(build(7, 6), build(11, 6)) and not d.equal(after, other)
+    assert d.equal(build(7, 6), other)

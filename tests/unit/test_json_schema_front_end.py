@@ -440,27 +440,45 @@ def test_multiple_of_is_exact(step):
 LONG = "1" + "0" * 308  # 309 integer digits: with a fraction, Python floats overflow
 
 
+LONG_TEXTS = ["6", "6.0", "-6.00", "7", "14", "1001", "1001.0", LONG, LONG + ".0", LONG + ".5",
+              LONG[:-1] + ".0", LONG[:-1] + ".5", "-" + LONG + ".0", LONG + "0"]
+
+
 @pytest.mark.parametrize("name,number", [
-    ("multiple of 3", nm.multiple_of(Decimal(3), tokamata.Limits())),
-    ("multiple of 0.5", nm.multiple_of(Decimal("0.5"), tokamata.Limits())),
+    ("multiple of 0.01", nm.multiple_of(Decimal("0.01"), tokamata.Limits())),  # (one remainder: no residues)
     ("at least 5", boolean.intersection(nm.PLAIN_ANY, nm.at_least(Decimal(5), False, tokamata.Limits()))),
-    ("not even", boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(2), tokamata.Limits()))),
     ("integer", nm.INTEGER_ANY),
     ("plain", nm.PLAIN_ANY),
     ("values", d.alternation(nm.number_value(Decimal(6), tokamata.Limits()),
                              nm.number_value(Decimal(LONG), tokamata.Limits()))),
-    ("multiples of 7 but not 11 or 13", boolean.intersection(
-        nm.INTEGER_ANY, nm.multiple_of(Decimal(7), tokamata.Limits()),
-        boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), tokamata.Limits())),
-        boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(13), tokamata.Limits())))),
 ])
 def test_overflow_safe_leaves_out_exactly_long_fractions(name, number):
     final = nm.overflow_safe(number, tokamata.Limits())
-    for text in NUMBERS + ["6", "6.0", "-6.00", "7", "14", "1001", "1001.0", LONG, LONG + ".0", LONG + ".5",
-                           LONG[:-1] + ".0", LONG[:-1] + ".5", "-" + LONG + ".0", LONG + "0"]:
+    for text in NUMBERS + LONG_TEXTS:
         long_fraction = "." in text and len(text.lstrip("-").split(".")[0]) > 308
         assert _accepts(final, text) == (_accepts(number, text) and not long_fraction), (name, text)
     assert nm.overflow_safe(lx.NUMBER, tokamata.Limits()) is lx.NUMBER  # type number alone: every number
+
+
+@pytest.mark.parametrize("name,number,integral", [
+    ("multiple of 3", nm.multiple_of(Decimal(3), tokamata.Limits()), True),
+    ("integer multiple of 3", boolean.intersection(nm.INTEGER_ANY, nm.multiple_of(Decimal(3), tokamata.Limits())),
+     True),
+    ("not even integer", boolean.difference(nm.INTEGER_ANY, nm.multiple_of(Decimal(2), tokamata.Limits())), True),
+    ("multiples of 7 but not 11 or 13", boolean.intersection(
+        nm.INTEGER_ANY, nm.multiple_of(Decimal(7), tokamata.Limits()),
+        boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(11), tokamata.Limits())),
+        boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(13), tokamata.Limits()))), True),
+    ("multiple of 0.5", nm.multiple_of(Decimal("0.5"), tokamata.Limits()), False),
+    ("not even", boolean.difference(nm.PLAIN_ANY, nm.multiple_of(Decimal(2), tokamata.Limits())), False),
+])
+def test_overflow_safe_keeps_divisibility_to_remainders(name, number, integral):
+    # the exact restriction would pair each remainder with each of 309 integer-part lengths:
+    # integral languages lose their fractions instead (every value stays in, nothing outside
+    # gets in), others keep fractions after long integer parts (numbers.py's docstring)
+    final = nm.overflow_safe(number, tokamata.Limits())
+    for text in NUMBERS + LONG_TEXTS:
+        assert _accepts(final, text) == (_accepts(number, text) and not (integral and "." in text)), (name, text)
 
 
 def test_overflow_safe_spells_large_remainder_products_without_fraction():
@@ -479,15 +497,25 @@ def test_overflow_safe_spells_large_remainder_products_without_fraction():
         assert not _accepts(final, f"{n}.0")
 
 
-def test_integer_notation_narrowing_is_reported():
-    narrowing = {"type": "integer", "allOf": [{"not": {"multipleOf": 7}}, {"not": {"multipleOf": 11}},
-                                              {"oneOf": [{"multipleOf": 3}, {"multipleOf": 13}]}]}
-    _, report = schema_to_grammar(narrowing, spelling="any")
+@pytest.mark.parametrize("schema,remainders", [
+    ({"type": "integer", "allOf": [{"not": {"multipleOf": 7}}, {"not": {"multipleOf": 11}},
+                                   {"oneOf": [{"multipleOf": 3}, {"multipleOf": 13}]}]}, 3003),
+    ({"type": "integer", "multipleOf": 7}, 7),
+    ({"type": "integer", "not": {"multipleOf": 2}}, 2),
+    ({"type": "number", "multipleOf": 840}, 840),
+    ({"type": "number", "not": {"multipleOf": 2}}, None),  # (fractions: nothing narrowed)
+    ({"type": "number", "multipleOf": 0.25}, None),
+    ({"type": "integer"}, None),
+])
+def test_integer_notation_narrowing_is_reported(schema, remainders):
+    _, report = schema_to_grammar(schema, spelling="any")
     found = [a for a in report if a.kind == "integer-notation"]
-    assert len(found) == 1 and "3003 remainders" in str(found[0])
-    for exact in ({"type": "integer", "multipleOf": 7}, {"type": "integer", "not": {"multipleOf": 2}}):
-        _, report = schema_to_grammar(exact, spelling="any")
-        assert "integer-notation" not in [a.kind for a in report], exact
+    if remainders is None:
+        assert not found, schema
+    else:
+        assert len(found) == 1 and f"({remainders} remainders)" in str(found[0]), schema
+    _, report = schema_to_grammar(schema)  # natural spelling: integral values have no fraction anyway
+    assert "integer-notation" not in [a.kind for a in report], schema
 
 
 def test_combined_multiples_keep_the_lexer_small():

@@ -28,7 +28,7 @@ from . import charset as cs
 
 __all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
            "repeat", "derivative", "cuts", "UNBOUNDED", "tagged", "end_marks", "text_until",
-           "byte_mask", "first_bytes", "register_kind", "Kind", "intern_node", "is_interned", "describe",
+           "byte_mask", "first_bytes", "register_kind", "Kind", "intern_node", "is_interned", "describe", "equal",
            "CONTINUATION_BYTES"]
 
 UNBOUNDED = -1
@@ -226,6 +226,35 @@ def intern_node(kind: int, args: tuple, nullable: bool) -> Expr:
 def is_interned(kind: int, args: tuple) -> bool:
     """Whether a node of ``kind`` over ``args`` exists (was built and not cleared)."""
     return args in _tables[kind]
+
+
+def equal(first: Expr, second: Expr) -> bool:
+    """Whether two nodes are the same expression: the same node, or nodes of one kind over
+    equal args. Interning makes this ``first is second`` for nodes built between two
+    ``clear_interned()`` calls; a module constant built before a clear and its equal built
+    after are two nodes, and code that recognizes constants by identity would change its
+    decisions (and so lexer states and masks) with what the process cleared before: it
+    compares with this instead. Iterative; each pair of nodes is compared once."""
+    pending = [(first, second)]
+    seen: set = set()
+    while pending:
+        a, b = pending.pop()
+        if a is b:
+            continue
+        if a.kind != b.kind or len(a.args) != len(b.args) or a.nullable != b.nullable:
+            return False
+        key = (a.id, b.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        for x, y in zip(a.args, b.args):
+            if isinstance(x, Expr):
+                if not isinstance(y, Expr):
+                    return False
+                pending.append((x, y))
+            elif isinstance(y, Expr) or x != y:
+                return False
+    return True
 
 
 def describe(node: Expr, depth: int = 0) -> str:

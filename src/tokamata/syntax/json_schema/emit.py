@@ -138,9 +138,9 @@ class Emitter:
         if self.options.natural:  # (integral values have no fraction anyway: nothing narrowed to report)
             number, string = self.natural.number(number), self.natural.string(string)
         elif narrowed:
-            self.report.add("integer-notation", "", f"integral numbers combining multiples ({max(narrowed)} "
-                            "remainders) are spelled without a fraction (6, not 6.0): the exact spelling "
-                            "would need more lexer states than Limits.max_dfa_states")
+            self.report.add("integer-notation", "", f"integral multiples ({max(narrowed)} remainders) are "
+                            "spelled without a fraction (6, not 6.0): the exact spelling would pair every "
+                            "remainder with each of 309 integer-part lengths")
         scalars = node.scalars(number, string)
         if scalars is not d.NOTHING:
             self.rule(symbol, [self.terminal(scalars, "scalar")])

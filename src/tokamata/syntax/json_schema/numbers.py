@@ -11,16 +11,21 @@ Invariants:
   :data:`lexemes.PLAIN_NUMBER` / :data:`lexemes.INTEGER` (no fraction after more than 308
   integer digits: those overflow Python floats) once, to the final language of a value. Union,
   intersection and difference commute with intersecting every operand by one fixed set, so
-  this is exact; and it keeps a 309-digit counter out of every intermediate product
-  (nested ``not``/``oneOf`` over ``multipleOf`` would otherwise multiply it with every
-  remainder automaton and explode).
-- One narrowing of spellings where exactness would not fit the lexer: an intersection or
-  difference of integral languages (``multipleOf`` integers under ``not``/``oneOf``/``allOf``)
-  whose remainders times the 309 digit counts exceed ``Limits.max_dfa_states`` is spelled
-  without fraction (``6``, not ``6.0``): the minimal automaton of the exact language pairs
-  every remainder with every integer-part length below 309 (``n.0`` is in exactly when ``n``
-  is short), so it could not be built, while without fractions no length needs counting.
-  Every value stays in (its spelling without fraction); nothing outside gets in.
+  this is exact; and it keeps a 309-digit counter out of every intermediate product.
+- Divisibility never meets that counter: a language holding ``multipleOf`` with more than one
+  remainder (``_moduli > 1``) is a residue automaton (its states are remainders times a few
+  phases, at most about the lcm of the divisors times the fraction digits), never a product
+  with the number of digits. Exactly, "a fraction only after at most 308 integer digits" pairs
+  every remainder with every integer-part length (``n.0`` or ``n.5`` is in only while ``n`` is
+  short, and whether it is depends on ``n``'s remainder), so the restriction is replaced:
+  an integral language (every string an integer: ``multipleOf`` integers, alone or under
+  ``not``/``oneOf``/``allOf``) is spelled without fraction (``6``, not ``6.0``; every value
+  stays in, nothing outside gets in: the ``integer-notation`` narrowing, which the natural
+  spelling implies anyway); a language with non-integral values (``multipleOf: 0.25``, ``type:
+  number`` under ``not: {multipleOf: 3}``) keeps its fractions after integer parts of any
+  length (exact on values; a reader into binary64 overflows those 309-digit numbers, which no
+  realistic generation reaches, and the exact restriction would need hundreds of thousands of
+  lexer states for a divisor in the hundreds).
 - Bounds are compared as exact decimals (``Decimal``), never as floats: a float from the
   schema is read back through its shortest ``repr``, which is what the schema's JSON text
   said. Integers of any size work.
@@ -229,56 +234,71 @@ def overflow_safe(number: d.Expr, limits: Limits, narrowed: list | None = None) 
     """The final language of a value's number part: ``number`` (built from the unrestricted
     languages of this module, :data:`INTEGER_ANY` and :data:`lexemes.NUMBER`) with the
     plain spellings of :data:`LONG_FRACTION` left out, except where ``number`` is all of
-    :data:`lexemes.NUMBER` (``type: number`` alone accepts every JSON number).
+    :data:`lexemes.NUMBER` (``type: number`` alone accepts every JSON number) or holds
+    divisibility (see the module docstring).
 
     Exact: for ``X`` inside :data:`PLAIN_ANY` the result is ``X & lexemes.PLAIN_NUMBER``, in
     the form cheapest for the lexer: ``INTEGER_ANY & PLAIN_NUMBER`` is ``lexemes.INTEGER``;
-    an intersection with at most one member holding divisibility or set operations takes
-    the restricted universe as a member; a deeper combination becomes ``X - LONG_FRACTION``
-    (its states then pair ``X``'s, whose emptiness checks stay free of the 309-digit
-    counter, with the counter's); alternatives are restricted one by one. The one narrowing
-    (integral values spelled without fraction, see the module docstring) appends its number of
-    remainders to ``narrowed``, for the caller's report."""
-    if number is d.NOTHING or number is lx.NUMBER:
+    an intersection with at most one member holding set operations takes the restricted
+    universe as a member; a deeper combination becomes ``X - LONG_FRACTION``; alternatives
+    are restricted one by one. Divisibility: an integral ``X`` becomes ``X`` without
+    fractions (its number of remainders is appended to ``narrowed``, for the caller's
+    report), any other stays ``X``."""
+    if number is d.NOTHING or d.equal(number, lx.NUMBER):
         return number
     kind = number.kind
     if kind == d.Kind.ALT:
-        if any(m is lx.NUMBER for m in number.args):
+        if any(d.equal(m, lx.NUMBER) for m in number.args):
             return lx.NUMBER  # NUMBER | X == NUMBER
         return d.alternation(*(overflow_safe(m, limits, narrowed) for m in number.args))
-    if number.id in _RESTRICTED:
-        return _RESTRICTED[number.id]
+    restricted = _restricted(number)
+    if restricted is not None:
+        return restricted
+    remainders = _moduli(number, {})
+    if remainders > 1:  # divisibility: residues, never times a 309-digit counter (module docstring)
+        if not _integral(number):
+            return number
+        if narrowed is not None:  # the caller reports it
+            narrowed.append(remainders)
+        return boolean.intersection(number, _NO_FRACTION, limits=limits)
     if kind == d.Kind.AND and sum(1 for m in number.args if _combined(m, 3)) <= 1:
-        members = [_RESTRICTED.get(m.id, m) for m in number.args]
-        if not any(m.id in _RESTRICTED for m in number.args):
+        members = [_restricted(m) or m for m in number.args]
+        if all(_restricted(m) is None for m in number.args):
             members.append(lx.PLAIN_NUMBER)
         return boolean.intersection(*members, limits=limits)
     if kind == d.Kind.AND or kind == d.Kind.DIFF:
-        if _integral(number) and _moduli(number, {}) * _LONG_DIGITS > limits.max_dfa_states:
-            if narrowed is not None:  # the caller reports it
-                narrowed.append(_moduli(number, {}))
-            return boolean.intersection(number, _NO_FRACTION, limits=limits)  # see the module docstring
         return boolean.difference(number, LONG_FRACTION, limits)
     if not _may_spell_point(number, {}) or boolean.intersection(number, LONG_FRACTION, limits=limits) is d.NOTHING:
         return number  # (no '.' anywhere: no fraction, so nothing of LONG_FRACTION; cheap first)
     return boolean.intersection(number, lx.PLAIN_NUMBER, limits=limits)
 
 
-_RESTRICTED = {INTEGER_ANY.id: lx.INTEGER, PLAIN_ANY.id: lx.PLAIN_NUMBER}
-_LONG_DIGITS = 309
 _OPTIONAL_MINUS = d.repeat(_MINUS, 0, 1)
 _NO_FRACTION = d.concat(_OPTIONAL_MINUS, _CANONICAL)
+#: the unrestricted universes and their restrictions; recognized by structure (d.equal), not
+#: identity: equal nodes built after a clear_interned() are other objects, and the decisions
+#: here (so the lexer's states) must not depend on what the process did before
+_RESTRICTIONS = ((INTEGER_ANY, lx.INTEGER), (PLAIN_ANY, lx.PLAIN_NUMBER))
+_INTEGRAL = (INTEGER_ANY, _NO_FRACTION, lx.INTEGER, lx.INTEGER_DRAFT4)
+
+
+def _restricted(node: d.Expr) -> d.Expr | None:
+    """The restricted form of an unrestricted universe, or None for any other node."""
+    for universe, restriction in _RESTRICTIONS:
+        if d.equal(node, universe):
+            return restriction
+    return None
 
 
 def _integral(node: d.Expr) -> bool:
     """True only when every string of ``node`` spells an integer (a sound syntactic test)."""
     kind = node.kind
-    if node is INTEGER_ANY or node is _NO_FRACTION or node is lx.INTEGER or node is lx.INTEGER_DRAFT4:
+    if any(d.equal(node, known) for known in _INTEGRAL):
         return True
     if kind == d.Kind.DECMOD:
         return node.args[1] == 0
     if kind == d.Kind.CONCAT:
-        return node.args[0] is _OPTIONAL_MINUS and _integral(node.args[1])
+        return d.equal(node.args[0], _OPTIONAL_MINUS) and _integral(node.args[1])
     if kind == d.Kind.AND:
         return any(_integral(m) for m in node.args)
     if kind == d.Kind.ALT:

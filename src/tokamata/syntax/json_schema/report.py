@@ -6,8 +6,9 @@ Invariants:
   kind. Kinds that *widen* the language (``uniqueItems`` ignored, an unenforceable
   ``format`` ignored) happen only when the caller named them in ``approximate``; kinds that
   *narrow* it (``number-notation``: exponents not generated where bounds apply;
-  ``integer-notation``: integral values of combined ``multipleOf`` / ``not`` spelled without a
-  fraction where the exact automaton would not fit; ``format-subset``) are always allowed and
+  ``integer-notation``: integral values of ``multipleOf``, alone or combined with ``not`` /
+  ``oneOf`` / ``allOf``, spelled without a fraction, which keeps their automaton to its
+  remainders; ``format-subset``) are always allowed and
   always reported. ``spelling`` (``spelling="natural"``, the default: one spelling per value,
   :mod:`..json_spelling`) narrows spellings, never values, and is reported once at ``/``; it
   subsumes ``number-notation`` and ``integer-notation``, which are then not reported.
