@@ -131,9 +131,9 @@ class Naturalizer:
         """The natural spellings in ``number`` (a language closed under plain spelling)."""
         if number is d.NOTHING:
             return number
-        if number is lx.NUMBER:
+        if d.equal(number, lx.NUMBER):  # (by structure: equal nodes built after a clear_caches() too)
             return NATURAL_NUMBER
-        if number is lx.INTEGER or number is lx.INTEGER_DRAFT4:
+        if d.equal(number, lx.INTEGER) or d.equal(number, lx.INTEGER_DRAFT4):
             return NATURAL_INTEGER
         found = self._numbers.get(number.id)
         if found is None:
