@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <stdexcept>
 
@@ -145,21 +146,23 @@ bool ExprArena::non_empty(ExprKind kind, const std::vector<int32_t>& members) {
       merged.swap(both);
     }
     // popped from the end: ascending order of bytes, except '"' (it ends JSON strings,
-    // finding witnesses fast) first, and before it a divisibility leaf's hint (the first
-    // byte of its shortest completion: following it shortens the search)
+    // finding witnesses fast) first, and before it the divisibility leaves' hints (the first
+    // bytes of their shortest completions: following one shortens the search), smallest
+    // first: all of them, so that the order depends on the members, not on their ids
     std::vector<int32_t> order(merged.rbegin(), merged.rend());
     auto quote = std::find(order.begin(), order.end(), 0x22);
     if (quote != order.end()) {
       order.erase(quote);
       order.push_back(0x22);
     }
+    std::vector<int32_t> hints;
     for (int32_t m : state) {
       const int32_t byte = hint(m, 4);
-      if (byte >= 0) {
-        order.push_back(byte);
-        break;
-      }
+      if (byte >= 0) hints.push_back(byte);
     }
+    std::sort(hints.begin(), hints.end(), std::greater<int32_t>());
+    hints.erase(std::unique(hints.begin(), hints.end()), hints.end());
+    order.insert(order.end(), hints.begin(), hints.end());
     return order;
   };
   if (accepts(members)) {

@@ -578,13 +578,14 @@ int32_t ExprArena::hint(int32_t node, int32_t depth) const {
     const int32_t found = hint(n.a, depth - 1);
     return found < 0 && nodes_[n.a].nullable ? hint(n.b, depth - 1) : found;
   }
+  int32_t smallest = -1;  // (the smallest of the members' hints: independent of their id order)
   if (n.kind == kAnd || n.kind == kAlt) {
     for (uint32_t i = 0; i < n.count; ++i) {
       const int32_t found = hint(payload_[n.offset + i], depth - 1);
-      if (found >= 0) return found;
+      if (found >= 0 && (smallest < 0 || found < smallest)) smallest = found;
     }
   }
-  return -1;
+  return smallest;
 }
 
 }  // namespace tokamata

@@ -12,8 +12,10 @@
 //   the derivatives of any node finitely many. Every node other than NOTHING matches some
 //   string: intersections and differences built here decide emptiness by a search of the
 //   product of their members' derivatives, bounded by search_budget (LimitError
-//   max_dfa_states), in boolean.py's order (a divisibility leaf's hint, the first byte of its
-//   shortest completion, is tried first).
+//   max_dfa_states), in boolean.py's order (the divisibility leaves' hints, the first bytes of
+//   their shortest completions, are tried first, smallest first). That order is a function of
+//   the members' structure, never of their ids (which follow import order, so what the
+//   process built before): a search's outcome under its budget does not depend on history.
 // - Nodes come from Python by import_nodes (post-order records, see there) or as
 //   derivatives. Every kind of derivatives.py, boolean.py and substrings.py is native, the
 //   three parametric leaves included (expr_leaves.cpp): UNTIL (text until a stop string: a

@@ -228,16 +228,16 @@ def _representatives(members: tuple) -> list:
     if 0x22 in firsts:  # try '"' first: it ends JSON strings, finding witnesses fast
         firsts.remove(0x22)
         firsts.append(0x22)
-    for m in members:
-        hint = _hint(m, 4)
-        if hint is not None:  # a divisibility leaf knows its shortest completion: follow it
-            firsts.append(hint)
-            break
+    # a divisibility leaf knows its shortest completion: follow it (every leaf's hint, smallest
+    # first, so the order depends on the members' structure, never on their ids)
+    hints = {hint for hint in (_hint(m, 4) for m in members) if hint is not None}
+    firsts.extend(sorted(hints, reverse=True))
     return firsts
 
 
 def _hint(node: Expr, depth: int):
-    """The first byte of a short accepted completion of a DECMOD leaf inside ``node``."""
+    """The first byte of a short accepted completion of a DECMOD leaf inside ``node`` (of
+    several, the smallest byte)."""
     kind = node.kind
     if kind == _DECMOD:
         return _decmod_hint(node.args)
@@ -248,11 +248,9 @@ def _hint(node: Expr, depth: int):
         if found is None and node.args[0].nullable:
             found = _hint(node.args[1], depth - 1)
         return found
-    if kind == _AND or kind == _ALT:
-        for member in node.args:
-            found = _hint(member, depth - 1)
-            if found is not None:
-                return found
+    if kind == _AND or kind == _ALT:  # (the smallest: independent of the members' id order)
+        found = [hint for hint in (_hint(member, depth - 1) for member in node.args) if hint is not None]
+        return min(found) if found else None
     return None
 
 

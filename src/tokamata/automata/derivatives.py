@@ -230,31 +230,48 @@ def is_interned(kind: int, args: tuple) -> bool:
 
 def equal(first: Expr, second: Expr) -> bool:
     """Whether two nodes are the same expression: the same node, or nodes of one kind over
-    equal args. Interning makes this ``first is second`` for nodes built between two
-    ``clear_interned()`` calls; a module constant built before a clear and its equal built
+    equal args (alternatives and intersections as sets: their members are ordered by id, which
+    follows creation order). Interning makes this ``first is second`` for nodes built between
+    two ``clear_interned()`` calls; a module constant built before a clear and its equal built
     after are two nodes, and code that recognizes constants by identity would change its
     decisions (and so lexer states and masks) with what the process cleared before: it
-    compares with this instead. Iterative; each pair of nodes is compared once."""
-    pending = [(first, second)]
-    seen: set = set()
-    while pending:
-        a, b = pending.pop()
-        if a is b:
-            continue
+    compares with this instead. Concatenation chains are followed without recursion."""
+    return _equal(first, second, {})
+
+
+def _equal(a: Expr, b: Expr, memo: dict) -> bool:
+    chain = []  # pairs decided by the pair followed next (the last args of a concatenation)
+    result = True
+    while a is not b:
         if a.kind != b.kind or len(a.args) != len(b.args) or a.nullable != b.nullable:
-            return False
+            result = False
+            break
         key = (a.id, b.id)
-        if key in seen:
-            continue
-        seen.add(key)
-        for x, y in zip(a.args, b.args):
-            if isinstance(x, Expr):
-                if not isinstance(y, Expr):
-                    return False
-                pending.append((x, y))
-            elif isinstance(y, Expr) or x != y:
-                return False
-    return True
+        known = memo.get(key)
+        if known is not None:
+            result = known
+            break
+        chain.append(key)
+        if a.kind == _ALT or a.kind == _AND:
+            result = (all(any(_equal(x, y, memo) for y in b.args) for x in a.args)
+                      and all(any(_equal(x, y, memo) for x in a.args) for y in b.args))
+            break
+        follow = None
+        for i, (x, y) in enumerate(zip(a.args, b.args)):
+            if not isinstance(x, Expr) or not isinstance(y, Expr):
+                result = not isinstance(x, Expr) and not isinstance(y, Expr) and x == y
+            elif i == len(a.args) - 1:
+                follow = (x, y)
+            else:
+                result = _equal(x, y, memo)
+            if not result:
+                break
+        if not result or follow is None:
+            break
+        a, b = follow
+    for key in chain:
+        memo[key] = result
+    return result
 
 
 def describe(node: Expr, depth: int = 0) -> str:
