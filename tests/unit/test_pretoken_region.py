@@ -1,0 +1,67 @@
+"""The decided pretoken boundaries of :mod:`tokamata.vocab.pretoken_region`, checked against
+the pre-tokenizer itself: for random texts ``y`` and continuations ``w``, the pretokens of
+``y + w`` begin with the decided pretokens of ``y``, and the open region of ``y`` pretokenizes
+alone into ``y``'s remaining pretokens (so it can be re-cut on its own)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import real_tokenizers as real
+from tokamata import Unsupported
+from tokamata.vocab import Vocabulary
+from tokamata.vocab.pretoken_region import region_family, text_region
+
+# characters that exercise every alternative of the three split patterns: letters (cased,
+# non-ASCII), digits (ASCII, Arabic-Indic, full-width), contractions, punctuation runs, every
+# kind of whitespace, a combining mark, and the pieces of an added token of Qwen 2
+ALPHABET = ["a", "b", "S", "l", "L", "é", "ж", "1", "2", "٣", "１", "'", "s", "t", "re", "ll", "!",
+            ".", "?!", " ", "  ", "\n", "\r", "\r\n", "\t", "\u3000", "\u00a0", "\u0301", "中",
+            "😀", "[PAD", "151646]", "[", "PAD151646]"]
+
+MODELS = {"gpt2": real.gpt2, "llama3": real.llama3, "qwen2": real.qwen2}
+
+
+def _texts(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, n)))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_decided_boundaries_stay(name):
+    model = MODELS[name]().vocab.tokenizer_model
+    region_family(model)
+    rng = random.Random(18)
+    for _ in range(3000):
+        y, w = _texts(rng, 6), _texts(rng, 4)
+        region = text_region(model, y)
+        whole = text_region(model, y + w)
+        decided = [s for s in region.spans if s.end <= region.open_start]
+        assert list(whole.spans[:len(decided)]) == decided, (y, w)
+        assert whole.spans[len(decided)].start == region.open_start if len(whole.spans) > len(decided) else True
+        tail = y.encode("utf-8")[region.open_start:].decode("utf-8")
+        alone = text_region(model, tail)
+        shifted = [(s.start + region.open_start, s.end + region.open_start, s.piece, s.added)
+                   for s in alone.spans]
+        assert shifted == [(s.start, s.end, s.piece, s.added) for s in region.spans[len(decided):]], y
+
+
+def test_open_region_cases():
+    model = real.llama3().vocab.tokenizer_model
+    cases = [("hello", 0), ("hello world", 5), ("a\r\n\t ", 1), ("12345", 3), ("x!\n ", 1), ("", 0)]
+    for text, start in cases:
+        assert text_region(model, text).open_start == start, text
+
+
+def test_unsupported_families_name_themselves():
+    with pytest.raises(Unsupported, match="merges"):
+        region_family_of(Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1]))
+    gemma = real.gemma3()
+    with pytest.raises(Unsupported) as info:
+        region_family(gemma.vocab.tokenizer_model)
+    assert "sentencepiece" in info.value.keyword
+
+
+def region_family_of(vocab):
+    return region_family(vocab.exact_tokenizer())
