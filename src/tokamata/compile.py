@@ -56,7 +56,7 @@ def _check_vocab(vocab) -> None:
 
 
 def _constraint(grammar: Grammar, vocab, limits: Limits, description: str,
-                characters: tuple[cs.CharSet, str] | None = None,
+                characters: tuple[cs.CharSet, str] | None = None, canonical: bool = False,
                 **details: Any) -> Constraint:
     _check_vocab(vocab)
     filters: tuple[str, ...] = ()
@@ -64,7 +64,17 @@ def _constraint(grammar: Grammar, vocab, limits: Limits, description: str,
         allowed, spelled = characters
         grammar = restrict_characters(grammar, allowed, limits, spelled, vocab.token_bytes)
         filters = (f"characters={spelled}",)
-    return Constraint(check_grammar(grammar, limits), vocab, limits, description, filters=filters, **details)
+    if canonical:
+        filters += ("canonical=True",)
+    return Constraint(check_grammar(grammar, limits), vocab, limits, description, filters=filters,
+                      canonical=canonical, **details)
+
+
+def _canonical(canonical) -> bool:
+    """The ``canonical=`` argument (a bool), or :class:`InvalidArgument`."""
+    if not isinstance(canonical, bool):
+        raise InvalidArgument(f"canonical must be True or False, got {type(canonical).__name__} {canonical!r:.40}")
+    return canonical
 
 
 def _characters(characters: Characters) -> tuple[cs.CharSet, str] | None:
@@ -102,7 +112,8 @@ def _characters(characters: Characters) -> tuple[cs.CharSet, str] | None:
     return allowed, repr(characters) if isinstance(characters, str) else repr(items)
 
 
-def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characters: Characters = None) -> Constraint:
+def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characters: Characters = None,
+                  canonical: bool = False) -> Constraint:
     """Compile a Python ``re`` pattern; the whole output must match it (full match).
 
     Raises :class:`InvalidSyntax` for malformed patterns, :class:`Unsupported` for
@@ -111,6 +122,13 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characte
     ``characters`` (every compile function has it) restricts every generated character to a
     set: a named set (``"ascii"``, ``"latin"``, ``"hangul"``, ``"cjk"``), a regex matching
     one character (``"[a-z ]"``) or a list of those (:mod:`tokamata.grammar.characters`).
+
+    ``canonical=True`` (every compile function has it) allows only token sequences the
+    tokenizer itself would produce: a sequence is allowed while some continuation makes it
+    exactly the tokenizer's encoding (``add_special_tokens=False``) of a text of the
+    language, and EOS when it is that encoding already (:mod:`tokamata.canonical_core`).
+    Byte-level BPE vocabularies (GPT-2, Llama 3, Qwen 2) so far; anything else raises
+    :class:`Unsupported` naming what is missing.
 
     >>> import tokamata
     >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
@@ -126,11 +144,12 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characte
     with compile_deadline(limits):
         tree = parse_regex(_text(pattern, "pattern"), limits)
         grammar = regex_grammar(tree, pattern, vocab, limits)
-        return _constraint(grammar, vocab, limits, "regex", allowed, source=pattern,
-                           recipe=_recipe("regex", pattern, limits=limits, characters=characters))
+        return _constraint(grammar, vocab, limits, "regex", allowed, canonical=_canonical(canonical), source=pattern,
+                           recipe=_recipe("regex", pattern, limits=limits, characters=characters, canonical=canonical))
 
 
-def compile_choice(choices, vocab, *, limits: Limits | None = None, characters: Characters = None) -> Constraint:
+def compile_choice(choices, vocab, *, limits: Limits | None = None, characters: Characters = None,
+                   canonical: bool = False) -> Constraint:
     """Exactly one of ``choices`` (a list of distinct strs): the alternation of their literal
     UTF-8 spellings, with exact masks. An empty list, a duplicate or a non-str item is an
     :class:`InvalidArgument` naming it; their total length counts against
@@ -170,17 +189,18 @@ def compile_choice(choices, vocab, *, limits: Limits | None = None, characters: 
                 raise InvalidArgument(f"choices[{index}] has a lone surrogate (no UTF-8 spelling)") from None
             options.append(d.concat_all(d.byte_set(1 << b) for b in data))
         return _constraint(lexeme_grammar("CHOICE", d.alternation(*options)), vocab, limits, "choice", allowed,
-                           source=None, recipe=_recipe("choice", items, limits=limits, characters=characters))
+                           canonical=_canonical(canonical),
+                           source=None, recipe=_recipe("choice", items, limits=limits, characters=characters, canonical=canonical))
 
 
 def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,
-                       description: str = "grammar") -> Constraint:
+                       description: str = "grammar", canonical: bool = False) -> Constraint:
     """Compile a grammar given as IR (what every front end produces)."""
     limits = _limits(limits)
     if not isinstance(grammar, Grammar):
         raise InvalidArgument(f"grammar must be a tokamata Grammar, got {type(grammar).__name__}")
     with compile_deadline(limits):
-        return _constraint(grammar, vocab, limits, description)
+        return _constraint(grammar, vocab, limits, description, canonical=_canonical(canonical))
 
 
 def _limits(limits: Limits | None) -> Limits:
@@ -220,7 +240,8 @@ def _approximate(approximate) -> frozenset[str]:
 
 
 def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None,
-                    registry: Mapping[str, Any] | None = None, characters: Characters = None) -> Constraint:
+                    registry: Mapping[str, Any] | None = None, characters: Characters = None,
+                    canonical: bool = False) -> Constraint:
     """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
     of ``start``. Lexemes may end wherever their terminal matches, as with lark's Earley
     parser and ``lexer="dynamic_complete"``. ``registry`` serves the ``$ref``s of ``%json``
@@ -238,13 +259,13 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     allowed = _characters(characters)
     with compile_deadline(limits):
         grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
-        return _constraint(grammar, vocab, limits, "lark grammar", allowed, source=text,
+        return _constraint(grammar, vocab, limits, "lark grammar", allowed, canonical=_canonical(canonical), source=text,
                            recipe=_recipe("grammar", text, start=start, limits=limits, registry=registry,
-                                          characters=characters))
+                                          characters=characters, canonical=canonical))
 
 
 def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None,
-                 characters: Characters = None) -> Constraint:
+                 characters: Characters = None, canonical: bool = False) -> Constraint:
     """Compile a llama.cpp GBNF grammar; the whole output must be a sentence of ``start``."""
     from .syntax.gbnf import parse_gbnf
 
@@ -252,12 +273,12 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
     allowed = _characters(characters)
     with compile_deadline(limits):
         grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
-        return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, source=text,
-                           recipe=_recipe("gbnf", text, start=start, limits=limits, characters=characters))
+        return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, canonical=_canonical(canonical), source=text,
+                           recipe=_recipe("gbnf", text, start=start, limits=limits, characters=characters, canonical=canonical))
 
 
 def compile_json(vocab, *, whitespace="compact", spelling: str = "natural", limits: Limits | None = None,
-                 characters: Characters = None) -> Constraint:
+                 characters: Characters = None, canonical: bool = False) -> Constraint:
     """Any JSON value (RFC 8259). ``whitespace``: ``"compact"`` (none, the default),
     ``"flexible"`` (up to 20 whitespace characters wherever JSON allows whitespace) or an int
     bound per place. ``spelling``: ``"natural"`` (the default: one spelling per value, as
@@ -279,10 +300,10 @@ def compile_json(vocab, *, whitespace="compact", spelling: str = "natural", limi
     spelling = check_spelling(spelling)
     with compile_deadline(limits):
         return _constraint(json_grammar(limits, bound, spelling), vocab, limits,
-                           f"JSON, whitespace={whitespace!r}, spelling={spelling!r}", allowed,
+                           f"JSON, whitespace={whitespace!r}, spelling={spelling!r}", allowed, canonical=_canonical(canonical),
                            approximations=_spelling_report(spelling),
                            recipe=_recipe("json", None, whitespace=whitespace, spelling=spelling, limits=limits,
-                                          characters=characters))
+                                          characters=characters, canonical=canonical))
 
 
 def _spelling_report(spelling: str) -> tuple:
@@ -295,7 +316,8 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling:
                         strict: bool = False, approximate=frozenset(), ignore_unknown_formats: bool = False,
                         property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
                         limits: Limits | None = None,
-                        registry: Mapping[str, Any] | None = None, characters: Characters = None) -> Constraint:
+                        registry: Mapping[str, Any] | None = None, characters: Characters = None,
+                        canonical: bool = False) -> Constraint:
     """Compile a JSON Schema (a dict, a bool, or its JSON text): the output must be a JSON text
     valid against it. Keywords that cannot be enforced exactly raise :class:`Unsupported` with
     their JSON pointer unless named in ``approximate`` (then ``constraint.report()`` lists
@@ -337,8 +359,8 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling:
                          approximate=approximate,
                          ignore_unknown_formats=ignore_unknown_formats, property_order=property_order,
                          indent=indent, max_whitespace=max_whitespace, limits=limits, registry=registry,
-                         characters=characters)
-        return _constraint(grammar, vocab, limits, "JSON Schema", allowed, approximations=tuple(report),
+                         characters=characters, canonical=canonical)
+        return _constraint(grammar, vocab, limits, "JSON Schema", allowed, canonical=_canonical(canonical), approximations=tuple(report),
                            recipe=recipe)
 
 
@@ -482,7 +504,8 @@ def _syntax(syntax) -> str:
 
 def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "compact",
                  approximate=frozenset(), indent: int = 2, max_whitespace: int = 20,
-                 limits: Limits | None = None, characters: Characters = None) -> Constraint:
+                 limits: Limits | None = None, characters: Characters = None,
+                 canonical: bool = False) -> Constraint:
     """Compile a Python type (a dataclass, a pydantic model, a ``TypedDict``, a
     ``NamedTuple``, an enum, a ``Literal``, a union, a container of these, ...: see
     :mod:`tokamata.syntax.types`): the output must be a value of the type written in
@@ -532,14 +555,16 @@ def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "com
             if whitespace != "compact":
                 raise InvalidArgument(f'syntax="python" takes whitespace="compact" only, got {whitespace!r:.40}')
             grammar = python_grammar(node, limits, approximate)
-            return _constraint(grammar, vocab, limits, f"type {node.path} (Python)", allowed, source=node.path,
+            return _constraint(grammar, vocab, limits, f"type {node.path} (Python)", allowed, canonical=_canonical(canonical),
+                               source=node.path,
                                value_parser=lambda text: parse_python(text, node, limits))
         from .syntax.json_schema import schema_to_grammar
 
         pydantic = _has_pydantic(node)
         grammar, report = schema_to_grammar(to_schema(node), limits, whitespace=whitespace, strict=pydantic,
                                             approximate=approximate, indent=indent, max_whitespace=max_whitespace)
-        return _constraint(grammar, vocab, limits, f"type {node.path} (JSON)", allowed, approximations=tuple(report),
+        return _constraint(grammar, vocab, limits, f"type {node.path} (JSON)", allowed, canonical=_canonical(canonical),
+                           approximations=tuple(report),
                            source=node.path, value_parser=lambda text: parse_json(text, node, whitespace == "compact"))
 
 

@@ -35,13 +35,15 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 import numpy as np
 
 from . import _core
-from .errors import InvalidArgument
+from .canonical_core import CanonicalCore
+from .errors import InvalidArgument, Unsupported
 from .grammar.earley import EarleyParser
 from .grammar.ir import Grammar, single_lexeme
 from .grammar.lexer import Lexer
 from .limits import Limits
 from .slices import core_slices
 from .trie import core_trie, shared_events, shared_rows
+from .vocab.canonical_filter import CanonicalFilter
 
 if TYPE_CHECKING:
     from .matcher import Matcher
@@ -116,7 +118,11 @@ class Constraint:
 
     def __init__(self, grammar: Grammar, vocab, limits: Limits, description: str, *,
                  approximations: tuple = (), source: str | None = None, filters: tuple = (),
-                 recipe: Recipe | None = None, value_parser: Callable[[str | bytes], Any] | None = None):
+                 recipe: Recipe | None = None, value_parser: Callable[[str | bytes], Any] | None = None,
+                 canonical: bool = False):
+        #: the canonical filter (``canonical=True``), else None: matchers keep its state
+        #: next to their engine position (:mod:`tokamata.canonical_core`)
+        self.canonical = CanonicalFilter(vocab, limits) if canonical else None
         self.grammar = grammar
         #: how a front door made this constraint (None for grammar IR): what pickling sends
         self.recipe = recipe
@@ -233,7 +239,13 @@ class Constraint:
             hint = " (encode it: prefix=text.encode())" if isinstance(prefix, str) else ""
             raise InvalidArgument(f"prefix must be bytes, got {type(prefix).__name__}{hint}")
         prefix = bytes(prefix)
-        return Matcher(self, _core.MatcherCore(self._core, prefix), prefix)
+        core = _core.MatcherCore(self._core, prefix)
+        if self.canonical is not None:
+            if prefix:
+                raise Unsupported("canonical prefix", "token healing (prefix=) with canonical=True is "
+                                  "not supported yet")
+            core = CanonicalCore(core, self.canonical)
+        return Matcher(self, core, prefix)
 
     def parse(self, text: str | bytes) -> Any:
         """The value ``text`` (a full output of this constraint) spells: for a constraint

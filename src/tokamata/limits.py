@@ -67,6 +67,10 @@ class Limits:
     #: longer forced run (``a(aa)*`` over the one token ``aa`` never ends) is cut there, and
     #: the next call, after consuming, goes on
     max_forced_length: int = 4_096
+    #: states (engine position, canonical filter state) one canonical-mask question may visit
+    #: while it searches for a continuation that keeps the tokens canonical
+    #: (``canonical=True``; :mod:`tokamata.vocab.canonical_filter`)
+    max_canonical_search: int = 100_000
     # vocabulary readers
     #: token ids a vocabulary may have (its largest id plus one, and its ``size``), checked
     #: before anything of that length is allocated

@@ -219,7 +219,11 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
             raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {len(matchers)}")
     try:
         cores = [m._core for m in matchers]
-        _core.fill_bitmasks(cores, bitmask, rows, int(threads))
+        # (a canonical matcher's engine row is filled in the batch, its filter row after it)
+        _core.fill_bitmasks([getattr(c, "core", c) for c in cores], bitmask, rows, int(threads))
+        for c, row in zip(cores, rows.tolist()):
+            if c is not getattr(c, "core", c):
+                c.filter_row(bitmask, row)
     except (AttributeError, TypeError, ValueError, IndexError):
         # name what is wrong: the matchers, the bitmask, or the rows (nothing was written)
         for m in matchers:

@@ -30,7 +30,7 @@ LAYERS = [  # (layer, module name prefixes), most specific prefix first where th
          "tokamata.vocab", "tokamata.trie", "tokamata.bitmask", "tokamata.healing")),
     (1, ("tokamata.automata",)),
     (2, ("tokamata.grammar", "tokamata.slices")),
-    (3, ("tokamata.syntax", "tokamata.constraint", "tokamata.matcher")),
+    (3, ("tokamata.syntax", "tokamata.constraint", "tokamata.matcher", "tokamata.canonical_core")),
     (4, ("tokamata.compile", "tokamata.constraint_cache")),
     (5, ("tokamata.integrations",)),
     (6, ("tokamata.__main__", "tokamata.cli", "tokamata")),
