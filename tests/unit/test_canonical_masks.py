@@ -179,3 +179,77 @@ def test_bad_arguments():
     c = tokamata.compile_regex("a", vocab, canonical=True)
     with pytest.raises(Unsupported, match="prefix"):
         c.matcher(prefix=b"x")
+
+
+# ------------------------------------------------------------------ infinite languages
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+INFINITE = [  # (kind, spec, a regex of its texts for hypothesis)
+    ("regex", r"[a-z ]{0,12}\.", r"[a-z ]{0,12}\."),
+    ("regex", r"[0-9]{1,7}(\.[0-9]{1,3})?", r"[0-9]{1,7}(\.[0-9]{1,3})?"),
+    ("regex", r"(the|a|cat|sat|on|mat| |  |\n|!|'s){1,8}", r"(the|a|cat|sat|on|mat| |  |\n|!|'s){1,8}"),
+    ("grammar", 'start: WORD (SEP WORD)*\nWORD: /[a-d]{1,5}/\nSEP: " " | ", " | "\\n"',
+     r"[a-d]{1,5}(( |, |\n)[a-d]{1,5}){0,4}"),
+    ("json_schema", {"type": "object", "properties": {"id": {"type": "integer", "maximum": 99999},
+                                                      "tag": {"type": "string", "pattern": "^[a-c ]{0,6}$"}},
+                     "required": ["id", "tag"], "additionalProperties": False},
+     r'\{"id":(0|[1-9][0-9]{0,3}),"tag":"[a-c ]{0,6}"\}'),
+]
+
+
+def _compile(kind, spec, vocab):
+    if kind == "regex":
+        return tokamata.compile_regex(spec, vocab, canonical=True)
+    if kind == "grammar":
+        return tokamata.compile_grammar(spec, vocab, canonical=True)
+    return tokamata.compile_json_schema(spec, vocab, canonical=True)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+@pytest.mark.parametrize("case", range(len(INFINITE)))
+def test_encodings_are_accepted(name, case):
+    """Completeness: the tokenizer's encoding of any text of the language walks to EOS."""
+    tokenizer = TOKENIZERS[name]()
+    kind, spec, texts = INFINITE[case]
+    constraint = _compile(kind, spec, tokenizer.vocab)
+    eos = tokenizer.vocab.eos_token_ids[0]
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(texts, fullmatch=True))
+    def run(text):
+        ids = tokenizer.encode(text)
+        m = constraint.matcher()
+        assert m.consume_many(ids) == len(ids), (text, ids)
+        assert m.is_accepting() and m.consume(eos), text
+
+    run()
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+@pytest.mark.parametrize("case", [2, 3, 4])
+def test_random_walks_are_their_own_encoding(name, case):
+    """Soundness: a walk through the masks ends (EOS) in the encoding of its own text."""
+    tokenizer = TOKENIZERS[name]()
+    vocab = tokenizer.vocab
+    kind, spec, _ = INFINITE[case]
+    constraint = _compile(kind, spec, vocab)
+    eos = set(vocab.eos_token_ids)
+    rng = random.Random(case)
+    for _ in range(3):
+        m = constraint.matcher()
+        walk: list[int] = []
+        while True:
+            allowed = m.allowed_tokens().tolist()
+            assert allowed, walk  # (never a dead end)
+            # lean to long tokens, and to EOS once it is allowed, to keep walks short
+            t = next((e for e in allowed if e in eos), None) if rng.random() < 0.3 else None
+            if t is None:
+                t = max(rng.sample(allowed, min(4, len(allowed))), key=lambda i: len(vocab.token_bytes[i] or b""))
+            assert m.consume(t)
+            if t in eos:
+                break
+            walk.append(t)
+        text = vocab.decode(walk).decode("utf-8")
+        assert tokenizer.encode(text) == walk, text

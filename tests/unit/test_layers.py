@@ -8,7 +8,8 @@ Every ``import`` of every module under src/tokamata (module level and inside fun
   1 automata      automata/*
   2 grammar       grammar/* (IR, lexer, parser), slices (the vocabulary's slices, built from an
                   automaton)
-  3 front ends    syntax/*; constraint and matcher (the one Constraint and Matcher)
+  3 front ends    syntax/*; constraint and matcher (the one Constraint and Matcher), canonical_core
+                  (a matcher core with its canonical filter state)
   4 front doors   compile, constraint_cache (compiles through the front doors)
   5 integrations  integrations/*
   6 the face      tokamata (the package), __main__, cli/*

@@ -6,6 +6,7 @@ alone into ``y``'s remaining pretokens (so it can be re-cut on its own)."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -37,14 +38,17 @@ def test_decided_boundaries_stay(name):
         y, w = _texts(rng, 6), _texts(rng, 4)
         region = text_region(model, y)
         whole = text_region(model, y + w)
+        reference = [p for stretch, added in model.split_added(y + w)
+                     for p in ([stretch] if added is not None else model.pretokenize(stretch))]
+        assert [s.text if s.added is not None else s.piece for s in whole.spans] == reference
         decided = [s for s in region.spans if s.end <= region.open_start]
         assert list(whole.spans[:len(decided)]) == decided, (y, w)
         assert whole.spans[len(decided)].start == region.open_start if len(whole.spans) > len(decided) else True
         tail = y.encode("utf-8")[region.open_start:].decode("utf-8")
         alone = text_region(model, tail)
-        shifted = [(s.start + region.open_start, s.end + region.open_start, s.piece, s.added)
+        shifted = [(s.start + region.open_start, s.end + region.open_start, s.text, s.added)
                    for s in alone.spans]
-        assert shifted == [(s.start, s.end, s.piece, s.added) for s in region.spans[len(decided):]], y
+        assert shifted == [(s.start, s.end, s.text, s.added) for s in region.spans[len(decided):]], y
 
 
 def test_open_region_cases():
@@ -65,3 +69,23 @@ def test_unsupported_families_name_themselves():
 
 def region_family_of(vocab):
     return region_family(vocab.exact_tokenizer())
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_open_region_cuts(name):
+    """Inside the open region, a later text cuts pretokens only where the region is cut now
+    or before its last character when that is whitespace (what lets the filter test pairs
+    inside it)."""
+    model = MODELS[name]().vocab.tokenizer_model
+    rng = random.Random(81)
+    for _ in range(3000):
+        y, w = _texts(rng, 6), _texts(rng, 4)
+        region = text_region(model, y)
+        end = len(y.encode("utf-8"))
+        last = end - len(y[-1:].encode("utf-8"))
+        if not re.fullmatch(r"\s", y[-1:]):
+            last = end  # (a later text never cuts before a last character that is not a space)
+        now = {s.start for s in region.spans} | {end}
+        later = {s.start for s in text_region(model, y + w).spans}
+        inside = {c for c in later if region.open_start < c < end}
+        assert inside <= now | {last}, (y, w)

@@ -15,8 +15,9 @@ before that boundary has been checked once and for all: its tokens are exactly t
 its pretokens. :meth:`CanonicalFilter.step` appends a token's bytes, re-cuts the open text,
 checks every pretoken that became decided (its tokens must align with its boundaries and equal
 its encoding) and drops it from the state; it also checks, as a necessary condition, every
-adjacent pair of tokens inside the open pretoken when that one is not whitespace (such a
-pretoken stays inside one pretoken whatever follows, and every pair of a BPE encoding passes
+adjacent pair of tokens inside the open region whose junction a later text cannot cut (not a
+pretoken boundary now, nor before a last whitespace character: such a junction stays inside
+one pretoken whatever follows, and every pair of a BPE encoding passes
 :func:`~tokamata.vocab.canonical.bigram_canonical`).
 
 Liveness (:meth:`CanonicalFilter.viable`): a state is live when
@@ -48,9 +49,12 @@ from ..errors import LimitExceeded
 from ..limits import Limits
 from .canonical import bigram_canonical
 from .pretoken_region import region_family, text_region
+from .pretokenize import compiled
 from .vocabulary import Vocabulary
 
 __all__ = ["CanonicalFilter", "EMPTY_STATE", "State"]
+
+_SPACE = compiled(r"\s")
 
 #: ``(open text, open tokens)``
 State = tuple[bytes, tuple[int, ...]]
@@ -137,13 +141,18 @@ class CanonicalFilter:
         k = index.get(region.open_start)
         if k is None:
             return None
-        last = region.spans[-1] if region.spans else None
-        if last is not None and not last.whitespace and last.added is None and last.start >= region.open_start:
-            inside = [tokens[i] for i in range(len(tokens))
-                      if offsets[i] >= last.start and offsets[i + 1] <= min(last.end, len(text) - tail)]
-            for a_, b_ in zip(inside, inside[1:]):
-                if not self._bigram(a_, b_):
-                    return None
+        # pairs inside the open region: a later text cuts it only where it is cut now, or
+        # before its last character when that is whitespace; any other junction stays inside
+        # one pretoken, where every pair of an encoding is bigram-canonical
+        cuts = {span.start for span in region.spans}
+        if region.spans and _SPACE.fullmatch(chars[-1]):
+            cuts.add(cut - len(chars[-1].encode("utf-8")))
+        limit = min(cut, len(text) - tail)
+        for i in range(k + 1, len(tokens)):
+            if offsets[i + 1] > limit:
+                break
+            if offsets[i] not in cuts and not self._bigram(tokens[i - 1], tokens[i]):
+                return None
         return text[region.open_start:], tokens[k:]
 
     def _encode_pretoken(self, piece: str) -> list[int]:
@@ -257,11 +266,11 @@ class CanonicalFilter:
         if budget[0] < 0:
             raise LimitExceeded("max_canonical_search", self.limits.max_canonical_search + 1,
                                 self.limits.max_canonical_search)
-        allowed = [t for t in core.allowed_tokens() if t not in self.eos]
-        for char in self._next_chars(key[0], allowed):
+        for char in self._next_chars(core, key[0]):
             if self.closes(state, char):
                 self._viable[key] = True
                 return True
+        allowed = [t for t in core.allowed_tokens() if t not in self.eos]
         outer, looped[0] = looped[0], False
         stack.add(key)
         try:
@@ -283,13 +292,13 @@ class CanonicalFilter:
             looped[0] = looped[0] or outer
         return False
 
-    def _next_chars(self, position: Any, allowed: list[int]) -> tuple[bytes, ...]:
+    def _next_chars(self, core: Any, position: Any) -> tuple[bytes, ...]:
         """The distinct whole first characters of the allowed tokens (cached per position)."""
         found = self._first_chars.get(position)
         if found is None:
             chars = set()
-            for t in allowed:
-                data = self.token_bytes[t]
+            for t in core.allowed_tokens():
+                data = self.token_bytes[t] if t not in self.eos else None
                 if not data:
                     continue
                 b = data[0]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from ..errors import Unsupported
 from .pretokenize import (GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, ByteLevelStep, SplitStep,
-                          compiled)
+                          byte_level_spell, compiled)
 from .tokenizer_model import MODEL_BYTE_LEVEL, TokenizerModel
 
 __all__ = ["Region", "Span", "region_family", "text_region"]
@@ -50,15 +50,19 @@ _FAMILIES = {GPT2_PATTERN: "gpt-2", LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qw
 
 @dataclass(frozen=True)
 class Span:
-    """One pretoken of a text: bytes ``[start, end)``, its piece (model spelling; the added
-    token's text for an added token), ``added`` the added token's id (else ``None``) and
-    whether it is all whitespace."""
+    """One pretoken of a text: bytes ``[start, end)``, its ``text``, ``added`` the added
+    token's id (else ``None``) and whether it is all whitespace."""
 
     start: int
     end: int
-    piece: str
+    text: str
     added: int | None
     whitespace: bool
+
+    @property
+    def piece(self) -> str:
+        """The pretoken in the model's (byte-level) spelling."""
+        return byte_level_spell(self.text.encode("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,12 @@ def region_family(model: TokenizerModel) -> str:
     return family
 
 
+def _pattern(model: TokenizerModel) -> str:
+    """The split pattern of a model that passed :func:`region_family`."""
+    steps = model.pretokenizer
+    return GPT2_PATTERN if isinstance(steps[0], ByteLevelStep) else steps[0].pattern  # type: ignore[union-attr]
+
+
 @functools.lru_cache(maxsize=8)
 def _added_prefixes(added: tuple[tuple[str, int], ...]) -> tuple[frozenset[str], int]:
     prefixes = {text[:k] for text, _ in added for k in range(1, len(text))}
@@ -121,6 +131,7 @@ def text_region(model: TokenizerModel, text: str) -> Region:
     """
     spans: list[Span] = []
     at = 0
+    split = compiled(_pattern(model))
     space = compiled(r"\s+")
     for stretch, added in model.split_added(text) if model.added_tokens else [(text, None)]:
         if added is not None:
@@ -128,11 +139,13 @@ def text_region(model: TokenizerModel, text: str) -> Region:
             spans.append(Span(at, at + n, stretch, added, False))
             at += n
             continue
-        for piece in model.pretokenize(stretch):
-            n = len(piece)  # (byte-level: one character per byte)
-            raw = bytes(model.piece_bytes(piece) or b"").decode("utf-8", "replace")
-            spans.append(Span(at, at + n, piece, None, space.fullmatch(raw) is not None))
-            at += n
+        # (the family's split pattern matches every character, so its matches are the
+        # pretokens; pieces are the byte-level spelling of each)
+        for m in split.finditer(stretch):
+            raw = m.group()
+            data = raw.encode("utf-8")
+            spans.append(Span(at, at + len(data), raw, None, space.fullmatch(raw) is not None))
+            at += len(data)
     if not spans:
         return Region((), 0)
     first = spans[-1].start
