@@ -55,6 +55,8 @@ from .vocabulary import Vocabulary
 __all__ = ["CanonicalFilter", "EMPTY_STATE", "State"]
 
 _SPACE = compiled(r"\s")
+#: token ids the allowed-token cache of one filter holds at most (8 bytes each in a tuple)
+_CACHED_IDS = 4_000_000
 
 #: ``(open text, open tokens)``
 State = tuple[bytes, tuple[int, ...]]
@@ -96,6 +98,7 @@ class CanonicalFilter:
         self._encoded: dict[str, list[int]] = {}
         self._viable: dict[tuple[Any, State], bool] = {}
         self._allowed: dict[tuple[Any, State], tuple[int, ...]] = {}
+        self._allowed_ids = 0  # token ids held by _allowed (bounded: masks can be large)
         self._first_chars: dict[Any, tuple[bytes, ...]] = {}
 
     # ------------------------------------------------------------------ the state
@@ -219,8 +222,9 @@ class CanonicalFilter:
             if self._live_after(core, state, t, budget):
                 out.append(t)
         found = tuple(out)
-        if len(self._allowed) < 1 << 16:
+        if self._allowed_ids + len(found) <= _CACHED_IDS:
             self._allowed[key] = found
+            self._allowed_ids += len(found)
         return found
 
     def accepts(self, core: Any, state: State, token: int) -> State | None:
