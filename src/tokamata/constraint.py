@@ -143,6 +143,12 @@ class Constraint:
         self.lexer = Lexer(grammar, limits)
         eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)
         offsets, tokens = _special_tokens(grammar, self.vocab_size)
+        if self.canonical is not None:  # (a special token is never part of a canonical encoding)
+            named = vocab.token_bytes
+            specials = sorted({int(t) for t in tokens if t >= len(named) or named[t] is None})
+            if specials:
+                raise Unsupported("canonical special tokens", f"canonical=True with a grammar that needs "
+                                  f"special token(s) {specials[:8]}: a tokenizer never writes them for text")
         regular = single_lexeme(grammar)
         self._lock = threading.RLock()
         self._starts: dict[int, int] = {}  # allowed-set id -> lexer start state

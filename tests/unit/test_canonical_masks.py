@@ -176,6 +176,9 @@ def test_bad_arguments():
     with pytest.raises(Unsupported) as info:
         tokamata.compile_regex("a", real.gemma3().vocab, canonical=True)
     assert "sentencepiece" in info.value.keyword
+    with pytest.raises(Unsupported) as info:
+        tokamata.compile_grammar('start: "a" <|eot_id|>', vocab, canonical=True)
+    assert info.value.keyword == "canonical special tokens"
     c = tokamata.compile_regex("a", vocab, canonical=True)
     with pytest.raises(Unsupported, match="prefix"):
         c.matcher(prefix=b"x")
