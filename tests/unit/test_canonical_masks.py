@@ -258,3 +258,35 @@ def test_random_walks_are_their_own_encoding(name, case):
             walk.append(t)
         text = vocab.decode(walk).decode("utf-8")
         assert tokenizer.encode(text) == walk, text
+
+
+def test_every_front_door_takes_canonical_and_pickles():
+    import pickle
+    import dataclasses
+
+    tokenizer = real.llama3()
+    vocab = tokenizer.vocab
+
+    @dataclasses.dataclass
+    class Flag:
+        on: bool
+
+    made = [
+        tokamata.compile_choice(["Alphabet", "Amazon"], vocab, canonical=True),
+        tokamata.compile_gbnf('root ::= "yes" | "yesterday"', vocab, canonical=True),
+        tokamata.compile_grammar('start: "it" ("\'s" | " is")', vocab, canonical=True),
+        tokamata.compile_json_schema({"enum": ["hello", "help"]}, vocab, canonical=True),
+        tokamata.compile_type(Flag, vocab, canonical=True),
+        tokamata.compile_json(vocab, canonical=True),
+    ]
+    texts = ["Amazon", "yesterday", "it's", '"help"', '{"on":true}', "[1,2]"]
+    for constraint, text in zip(made, texts):
+        assert "canonical=True" in constraint.filters
+        ids = tokenizer.encode(text)
+        m = constraint.matcher()
+        assert m.consume_many(ids) == len(ids) and m.is_accepting(), text
+        if constraint.recipe is not None:
+            again = pickle.loads(pickle.dumps(constraint))
+            assert again.canonical is not None and again.recipe == constraint.recipe
+    plain = tokamata.compile_choice(["Alphabet", "Amazon"], vocab)
+    assert plain.canonical is None and plain.recipe != made[0].recipe
