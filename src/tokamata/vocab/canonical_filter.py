@@ -57,6 +57,8 @@ __all__ = ["CanonicalFilter", "EMPTY_STATE", "State"]
 _SPACE = compiled(r"\s")
 #: token ids the allowed-token cache of one filter holds at most (8 bytes each in a tuple)
 _CACHED_IDS = 4_000_000
+#: entries each other cache of one filter holds at most (states, steps, encodings, pairs)
+_CACHED_ENTRIES = 1 << 18
 
 #: ``(open text, open tokens)``
 State = tuple[bytes, tuple[int, ...]]
@@ -113,7 +115,7 @@ class CanonicalFilter:
             return found  # type: ignore[return-value]
         data = self.token_bytes[token] if 0 <= token < len(self.token_bytes) else None
         out = None if not data else self._advance(state[0] + data, state[1] + (token,), 0)
-        if len(self._steps) < 1 << 20:
+        if len(self._steps) < _CACHED_ENTRIES:
             self._steps[key] = out
         return out
 
@@ -162,7 +164,7 @@ class CanonicalFilter:
         found = self._encoded.get(piece)
         if found is None:
             found = self.model.encode_pretoken(piece)
-            if len(self._encoded) < 1 << 20:
+            if len(self._encoded) < _CACHED_ENTRIES:
                 self._encoded[piece] = found
         return found
 
@@ -170,7 +172,8 @@ class CanonicalFilter:
         found = self._bigrams.get((a, b))
         if found is None:
             found = bigram_canonical(self.vocab, a, b)
-            self._bigrams[a, b] = found
+            if len(self._bigrams) < _CACHED_ENTRIES:
+                self._bigrams[a, b] = found
         return found
 
     def complete(self, state: State) -> bool:
@@ -184,7 +187,8 @@ class CanonicalFilter:
                 found = False
             else:
                 found = self.model.encode(text.decode("utf-8")) == list(tokens)
-            self._complete[state] = found
+            if len(self._complete) < _CACHED_ENTRIES:
+                self._complete[state] = found
         return found
 
     def closes(self, state: State, char: bytes) -> bool:
@@ -272,7 +276,7 @@ class CanonicalFilter:
                                 self.limits.max_canonical_search)
         for char in self._next_chars(core, key[0]):
             if self.closes(state, char):
-                self._viable[key] = True
+                self._remember(key)
                 return True
         allowed = [t for t in core.allowed_tokens() if t not in self.eos]
         outer, looped[0] = looped[0], False
@@ -287,14 +291,18 @@ class CanonicalFilter:
                 finally:
                     core.rollback(1)
                 if live:
-                    self._viable[key] = True
+                    self._remember(key)
                     return True
         finally:
             stack.discard(key)
-            if not looped[0] and len(self._viable) < 1 << 20:
+            if not looped[0] and len(self._viable) < _CACHED_ENTRIES:
                 self._viable.setdefault(key, False)
             looped[0] = looped[0] or outer
         return False
+
+    def _remember(self, key: tuple[Any, State]) -> None:
+        if len(self._viable) < _CACHED_ENTRIES:
+            self._viable[key] = True
 
     def _next_chars(self, core: Any, position: Any) -> tuple[bytes, ...]:
         """The distinct whole first characters of the allowed tokens (cached per position)."""
