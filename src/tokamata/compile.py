@@ -367,7 +367,7 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling:
 
 def compile_structural_tag(spec, vocab, *, whitespace: str = "compact", spelling: str = "natural",
                            max_whitespace: int = 20, limits: Limits | None = None,
-                           characters: Characters = None) -> Constraint:
+                           characters: Characters = None, canonical: bool = False) -> Constraint:
     """Compile a structural tag (the JSON object vLLM, SGLang and XGrammar accept as
     ``{"type": "structural_tag", "format": {...}}``, the legacy ``{"structures": [...],
     "triggers": [...]}``, or a bare format; a dict or its JSON text): free text in which each
@@ -393,10 +393,11 @@ def compile_structural_tag(spec, vocab, *, whitespace: str = "compact", spelling
     with compile_deadline(limits):
         grammar, report = structural_tag_grammar(spec, vocab, limits, whitespace=whitespace,
                                                  spelling=check_spelling(spelling), max_whitespace=max_whitespace)
-        return _constraint(grammar, vocab, limits, "structural tag", allowed, approximations=report,
-                           source=spec if isinstance(spec, str) else None,
+        return _constraint(grammar, vocab, limits, "structural tag", allowed, canonical=_canonical(canonical),
+                           approximations=report, source=spec if isinstance(spec, str) else None,
                            recipe=_recipe("structural_tag", spec, whitespace=whitespace, spelling=spelling,
-                                          max_whitespace=max_whitespace, limits=limits, characters=characters))
+                                          max_whitespace=max_whitespace, limits=limits, characters=characters,
+                                          canonical=canonical))
 
 
 # ------------------------------------------------------------------ recipes
