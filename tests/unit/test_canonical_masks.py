@@ -278,8 +278,11 @@ def test_every_front_door_takes_canonical_and_pickles():
         tokamata.compile_json_schema({"enum": ["hello", "help"]}, vocab, canonical=True),
         tokamata.compile_type(Flag, vocab, canonical=True),
         tokamata.compile_json(vocab, canonical=True),
+        tokamata.compile_structural_tag({"type": "or", "elements": [{"type": "const_string", "value": "Alphabet"},
+                                                                    {"type": "const_string", "value": "Amazon"}]},
+                                        vocab, canonical=True),
     ]
-    texts = ["Amazon", "yesterday", "it's", '"help"', '{"on":true}', "[1,2]"]
+    texts = ["Amazon", "yesterday", "it's", '"help"', '{"on":true}', "[1,2]", "Alphabet"]
     for constraint, text in zip(made, texts):
         assert "canonical=True" in constraint.filters
         ids = tokenizer.encode(text)
