@@ -71,6 +71,10 @@ class Limits:
     #: while it searches for a continuation that keeps the tokens canonical
     #: (``canonical=True``; :mod:`tokamata.vocab.canonical_filter`)
     max_canonical_search: int = 100_000
+    #: token sequences ``Pipeline.compute_probability_mass(method="exact")`` visits while
+    #: enumerating a language's tokenizations (every prefix counts, complete or not): an
+    #: infinite language, or a finite one with more tokenizations, raises past it
+    max_enumerated_sequences: int = 100_000
     # vocabulary readers
     #: token ids a vocabulary may have (its largest id plus one, and its ``size``), checked
     #: before anything of that length is allocated

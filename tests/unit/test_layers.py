@@ -12,7 +12,8 @@ Every ``import`` of every module under src/tokamata (module level and inside fun
                   (a matcher core with its canonical filter state)
   4 front doors   compile, constraint_cache (compiles through the front doors)
   5 integrations  integrations/*
-  6 the face      tokamata (the package), __main__, cli/*
+  6 generation    generate/* (the Pipeline over model backends; uses the integrations' helpers)
+  7 the face      tokamata (the package), __main__, cli/*
 
 A module may import its own layer or a lower one, never a higher one; and the graph has no
 cycles (a cycle would make the order of imports, and so the meaning of a partial import,
@@ -34,7 +35,8 @@ LAYERS = [  # (layer, module name prefixes), most specific prefix first where th
     (3, ("tokamata.syntax", "tokamata.constraint", "tokamata.matcher", "tokamata.canonical_core")),
     (4, ("tokamata.compile", "tokamata.constraint_cache")),
     (5, ("tokamata.integrations",)),
-    (6, ("tokamata.__main__", "tokamata.cli", "tokamata")),
+    (6, ("tokamata.generate",)),
+    (7, ("tokamata.__main__", "tokamata.cli", "tokamata")),
 ]
 
 
