@@ -92,7 +92,7 @@ class LlamaCppBackend:
         continues = chat_continues(messages)
         formatter = Jinja2ChatFormatter(template, eos_token=name(llm.token_eos()), bos_token=name(llm.token_bos()),
                                         add_generation_prompt=not continues)
-        text = formatter(messages=messages).prompt
+        text = formatter(messages=messages).prompt  # type: ignore[arg-type]  # (plain dicts, as its own API takes)
         if continues:  # the template closes the last turn: the output continues its content instead
             content = messages[-1]["content"]
             cut = text.rfind(content)

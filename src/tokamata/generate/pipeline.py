@@ -237,7 +237,8 @@ class Pipeline:
             calls += 1
             self._fill_pending(rows, ids, pending, base, unc)
         out = ids[base:]
-        unconstrained = [float(u) for u in unc]  # (all known now)
+        unconstrained = [u for u in unc if u is not None]
+        assert len(unconstrained) == len(unc)  # (all known now)
         log_probs = SequenceLogProbs(LogProbs.of([unconstrained]), LogProbs.of([con if matcher is not None
                                                                                 else unconstrained]))
         return GenerationResult(
