@@ -354,8 +354,12 @@ def test_bad_input(pipe, compiled, tokenizer):
     with pytest.raises(Unsupported) as e:
         pipe.generate(PROMPT, c, canonical=True)
     assert e.value.keyword == "canonical mode"
-    with pytest.raises(Unsupported):
-        pipe.compute_probability_mass(PROMPT, c, canonical=True)
+    for call in (lambda: pipe.compute_probability_mass(PROMPT, c, canonical=True),
+                 lambda: pipe.generate(PROMPT, canonical=True),  # canonical text, no other constraint
+                 lambda: pipe.compute_probability(PROMPT, tokens=[[1]], canonical=True)):
+        with pytest.raises(Unsupported) as e:
+            call()
+        assert e.value.keyword == "canonical mode"
 
 
 def test_non_finite_logits_are_refused(tokenizer):

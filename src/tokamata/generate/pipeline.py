@@ -21,7 +21,8 @@ Invariants:
   constraint, the healing prefix alone is the constraint (any text after it).
 - ``canonical=True`` goes through :func:`constraint_matcher`, the one place that makes
   matchers; until canonical masks exist it raises :class:`~tokamata.Unsupported` naming
-  ``canonical mode``.
+  ``canonical mode``. Without a constraint, canonical mode decodes under the constraint of
+  any text (so "constrained" is then the model restricted to canonical tokenizations).
 - Bad input raises before any model call: a prompt that is empty or leaves no room in the
   model's context, ids out of range, empty token sequences, ``max_new_tokens`` or
   ``samples`` < 1, bad sampling settings. Logits with a NaN or ``+inf`` raise where they
@@ -81,7 +82,8 @@ class Pipeline:
     made with ``logits_all=True`` (``tokenizer`` may be its Vocabulary; by default read from
     its GGUF), or any :class:`~tokamata.generate.backend.Backend`. ``chat_template`` overrides
     the model's chat template for ``messages`` prompts. ``batch_size`` is how many sequences
-    one scoring call evaluates (one forward pass each on transformers).
+    one scoring call evaluates (one forward pass each on transformers). A pipeline is used by
+    one thread at a time (its backend holds the model's cache).
 
     Example (a transformers model; see docs/guides/generation.md)::
 
@@ -139,9 +141,9 @@ class Pipeline:
                 raise InvalidArgument("token healing removed the whole prompt; heal fewer tokens")
             if c is None and healed:
                 c = self._any_text()
+        if c is None and canonical:
+            c = self._any_text()
         matcher = constraint_matcher(c, healed, canonical) if c is not None else None
-        if matcher is None and canonical:
-            constraint_matcher(self._any_text(), b"", canonical)  # (refuses the same way)
         prefix_tokens = self._token_list(response_prefix, "response_prefix", allow_empty=True)
         limit = self._context()
         if len(prompt_ids) + len(prefix_tokens) >= limit:
@@ -269,7 +271,7 @@ class Pipeline:
         prompt_ids = self._prompt_ids(prompt)
         c = self._constraint(constraint)
         if c is None and canonical:
-            constraint_matcher(self._any_text(), b"", canonical)
+            c = self._any_text()
         if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Sequence) or not tokens:
             raise InvalidArgument("tokens must be a non-empty list of token sequences")
         sequences = [self._token_list(seq, f"tokens[{i}]", allow_empty=False) for i, seq in enumerate(tokens)]
@@ -357,6 +359,7 @@ class Pipeline:
             max_new_tokens = _positive(max_new_tokens, "max_new_tokens")
             rng = np.random.default_rng(seed)
             params = SamplingParams(True, 1.0, 0, 1.0)
+            prompt = self._prompt_ids(prompt)  # (encoded once for all samples)
             weights, truncated = [], 0
             for _ in range(samples):
                 out = self._generate(prompt, c, max_new_tokens, params, rng, False, (), canonical)

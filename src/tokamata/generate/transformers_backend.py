@@ -86,6 +86,7 @@ class TransformersBackend:
         cache = self._reusable_cache(keep)
         if cache is None:
             keep = 0
+        self._cache, self._cached = None, []  # (until the call succeeds: a failed one may leave it half updated)
         device = _device(self.model)
         with torch.inference_mode():
             out = self.model(input_ids=torch.tensor([ids[keep:]], dtype=torch.long, device=device),
