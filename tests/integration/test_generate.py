@@ -374,6 +374,23 @@ def test_non_finite_logits_are_refused(tokenizer):
         pipe.compute_probability(PROMPT, tokens=[[1, 2]])
 
 
+def test_constraints_over_the_same_and_other_vocabularies(pipe):
+    same = real_tokenizers.llama3().vocab  # another object, read from the same tokenizer.json
+    assert same is not pipe.vocab
+    out = pipe.generate(PROMPT, tokamata.compile_regex(r"(yes|no)", same))
+    assert out.text in ("yes", "no")
+    tokens = list(pipe.vocab.token_bytes)
+    tokens[500] = b"not the model's token"
+    tamper = tokamata.Vocabulary.from_token_bytes(tokens, eos_token_ids=pipe.vocab.eos_token_ids,
+                                                          size=pipe.vocab.size)
+    with pytest.raises(InvalidArgument, match="token 500 differs"):
+        pipe.generate(PROMPT, tokamata.compile_regex(r"(yes|no)", tamper))
+    other = tokamata.Vocabulary.from_token_bytes(list(pipe.vocab.token_bytes), eos_token_ids=[128001],
+                                                 size=pipe.vocab.size)
+    with pytest.raises(InvalidArgument, match="EOS ids"):
+        pipe.compute_probability(PROMPT, [[1]], tokamata.compile_regex(r"(yes|no)", other))
+
+
 def test_a_vocabulary_of_another_width_is_refused(model):
     vocab = real_tokenizers.gpt2().vocab
     with pytest.raises(InvalidArgument, match="50257 logit columns but the model"):
