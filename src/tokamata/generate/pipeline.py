@@ -85,11 +85,28 @@ class Pipeline:
     one scoring call evaluates (one forward pass each on transformers). A pipeline is used by
     one thread at a time (its backend holds the model's cache).
 
-    Example (a transformers model; see docs/guides/generation.md)::
+    Example, with a :class:`~tokamata.generate.Backend` written on the spot (every token equally
+    likely; docs/guides/generation.md has transformers and llama.cpp)::
 
-        pipe = Pipeline(model, tokenizer)
-        out = pipe.generate("Is water wet? Answer:", tokamata.compile_regex("(yes|no)", pipe.vocab))
-        out.text, out.log_probs.constrained.cumulative, out.log_probs.unconstrained.cumulative
+        >>> import math, numpy as np, tokamata
+        >>> class Uniform:
+        ...     vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
+        ...     context_length = 16
+        ...     def logits(self, ids, start): return np.zeros((len(ids) - start + 1, 4), np.float32)
+        ...     def score(self, prefix, seqs): return [np.zeros((len(s) + 1, 4), np.float32) for s in seqs]
+        ...     def encode(self, text): return [0]
+        ...     def apply_chat_template(self, messages): return [0]
+        >>> pipe = Pipeline(Uniform())
+        >>> ab = tokamata.compile_regex("ab", pipe.vocab)
+        >>> out = pipe.generate("prompt", ab)        # greedy: "a" (the first of "a", "ab"), then forced
+        >>> out.token_strs, out.forced_steps, out.model_calls
+        (['a', 'b', '<3>'], 2, 2)
+        >>> [round(x, 4) for x in out.log_probs.constrained.per_token[0]]      # 1/2, then forced: 0
+        [-0.6931, 0.0, 0.0]
+        >>> [round(x, 4) for x in out.log_probs.unconstrained.per_token[0]]    # 1/4 each
+        [-1.3863, -1.3863, -1.3863]
+        >>> round(pipe.compute_probability_mass("prompt", ab).mass, 6)       # a b EOS, ab EOS
+        0.078125
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, *, chat_template: str | None = None,
