@@ -16,6 +16,8 @@ Invariants:
   on the cache (up to float rounding of a different computation order).
 - ``score`` runs one forward pass for all the sequences it is given, right-padded (so every
   real token keeps its position) with an attention mask; padding is never read back.
+- Only the rows asked for are computed where the model takes ``logits_to_keep`` (most
+  transformers causal LMs): a long prompt never costs its length times the vocabulary.
 - Everything runs under ``torch.inference_mode()`` on the model's device; rows come back as
   float32 numpy arrays on the CPU.
 """
@@ -71,6 +73,9 @@ class TransformersBackend:
         parameters = inspect.signature(model.forward).parameters
         #: the forward's name for the KV cache (transformers 5 renamed past_key_values)
         self._cache_kwarg = "cache" if "cache" in parameters else "past_key_values"
+        #: whether the forward can return the last positions' logits only (a long prompt's
+        #: other rows would cost length x vocabulary floats)
+        self._trims = "logits_to_keep" in parameters
         self._cache: Any = None
         self._cached: list[int] = []
 
@@ -89,11 +94,13 @@ class TransformersBackend:
         self._cache, self._cached = None, []  # (until the call succeeds: a failed one may leave it half updated)
         device = _device(self.model)
         with torch.inference_mode():
+            wanted = len(ids) - need
+            extra = {"logits_to_keep": wanted} if self._trims else {}
             out = self.model(input_ids=torch.tensor([ids[keep:]], dtype=torch.long, device=device),
-                             use_cache=True, **{self._cache_kwarg: cache})
+                             use_cache=True, **{self._cache_kwarg: cache}, **extra)
         self._cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         self._cached = ids if self._cache is not None else []
-        return out.logits[0, need - keep:].float().cpu().numpy()
+        return out.logits[0, -wanted:].float().cpu().numpy()
 
     def _reusable_cache(self, keep: int) -> Any:
         """The cache cut back to ``keep`` positions, or None when it cannot be (no cache, nothing
@@ -125,10 +132,13 @@ class TransformersBackend:
             ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
             mask[i, : len(r)] = 1
         device = _device(self.model)
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False).logits
         n = len(prefix)
-        return [logits[i, n - 1: n + len(seq)].float().cpu().numpy() for i, seq in enumerate(sequences)]
+        wanted = width - (n - 1)  # positions n - 1 .. width - 1: every row asked for, and no prefix row
+        extra = {"logits_to_keep": wanted} if self._trims else {}
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False,
+                                **extra).logits[:, -wanted:]
+        return [logits[i, : len(seq) + 1].float().cpu().numpy() for i, seq in enumerate(sequences)]
 
     def encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
