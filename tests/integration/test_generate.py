@@ -342,6 +342,7 @@ def test_bad_input(pipe, compiled, tokenizer):
         (InvalidArgument, "prompt is empty", lambda: pipe.generate([], c)),
         (InvalidArgument, "out of range", lambda: pipe.generate([128256], c)),
         (InvalidArgument, "not allowed", lambda: pipe.generate(PROMPT, c, response_prefix=[1000])),
+        (InvalidArgument, "after its EOS", lambda: pipe.generate(PROMPT, c, response_prefix=[128009, 1])),
         (InvalidArgument, "no token", lambda: pipe.generate(PROMPT, c, response_prefix=["not a token at all"])),
         (InvalidArgument, "chat template", lambda: Pipeline(pipe.backend.model, tokenizer).generate(
             [{"role": "user", "content": "hi"}], c)),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import operator
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -117,7 +118,7 @@ class Pipeline:
         self.vocab = self.backend.vocab
         self.batch_size = batch_size
         self._eos = frozenset(int(t) for t in self.vocab.eos_token_ids)
-        self._compatible: set[int] = set()
+        self._compatible: weakref.WeakSet[Any] = weakref.WeakSet()  # other vocabularies found equal
         self._names: dict[int, str] | None = None
         self._by_str: dict[str, int] | None = None
         self._free_text: Constraint | None = None
@@ -162,6 +163,9 @@ class Pipeline:
             c = self._any_text()
         matcher = constraint_matcher(c, healed, canonical) if c is not None else None
         prefix_tokens = self._token_list(response_prefix, "response_prefix", allow_empty=True)
+        ends = [j for j, t in enumerate(prefix_tokens[:-1]) if t in self._eos]
+        if ends:
+            raise InvalidArgument(f"response_prefix has tokens after its EOS token at position {ends[0]}")
         limit = self._context()
         if len(prompt_ids) + len(prefix_tokens) >= limit:
             raise InvalidArgument(f"the prompt ({len(prompt_ids)} tokens) and response_prefix "
@@ -439,7 +443,7 @@ class Pipeline:
         if constraint is None:
             return None
         c = resolve_constraint(constraint, self.vocab)
-        if c.vocab is self.vocab or id(c.vocab) in self._compatible:
+        if c.vocab is self.vocab or c.vocab in self._compatible:
             return c
         theirs, ours = c.vocab, self.vocab
         if theirs.size != ours.size:
@@ -454,7 +458,7 @@ class Pipeline:
                                                                              len(ours.token_bytes))
             raise InvalidArgument(f"the constraint's vocabulary is not the model's (token {first} differs): compile "
                                   f"it over pipeline.vocab")
-        self._compatible.add(id(c.vocab))
+        self._compatible.add(c.vocab)
         return c
 
     def _any_text(self) -> Constraint:
