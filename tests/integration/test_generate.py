@@ -352,15 +352,34 @@ def test_bad_input(pipe, compiled, tokenizer):
         with pytest.raises(error) as e:
             call()
         assert words in str(e.value), (words, str(e.value))
+    recipe_less = tokamata.compile_grammar_ir(c.grammar, pipe.vocab)
     with pytest.raises(Unsupported) as e:
-        pipe.generate(PROMPT, c, canonical=True)
+        pipe.generate(PROMPT, recipe_less, canonical=True)
     assert e.value.keyword == "canonical mode"
-    for call in (lambda: pipe.compute_probability_mass(PROMPT, c, canonical=True),
-                 lambda: pipe.generate(PROMPT, canonical=True),  # canonical text, no other constraint
-                 lambda: pipe.compute_probability(PROMPT, tokens=[[1]], canonical=True)):
-        with pytest.raises(Unsupported) as e:
-            call()
-        assert e.value.keyword == "canonical mode"
+
+
+def test_canonical_mass_sums_the_tokenizer_encodings_only(pipe, model, compiled, tokenizer):
+    """canonical=True: the exact mass is the brute-force sum over each sentence's one encoding,
+    and a canonical generation's tokens are the tokenizer's encoding of its text."""
+    c = compiled(r"(yes|no|maybe|yesterday)")
+    words = ["yes", "no", "maybe", "yesterday"]
+    exact = pipe.compute_probability_mass(PROMPT, c, canonical=True)
+    prompt_ids = tokenizer(PROMPT)["input_ids"]
+    terms = []
+    for word in words:
+        seq = tokenizer(word, add_special_tokens=False)["input_ids"]
+        _, logp = oracle_rows(model, list(prompt_ids) + seq)
+        n = len(prompt_ids)
+        body = sum(float(logp[n - 1 + j, t]) for j, t in enumerate(seq))
+        terms.extend(body + float(logp[-1, e]) for e in pipe.vocab.eos_token_ids)
+    expected = float(torch.logsumexp(torch.tensor(terms, dtype=torch.float64), dim=0))
+    assert exact.sequences == len(terms)
+    assert exact.log_mass == pytest.approx(expected, abs=1e-3)
+    everything = pipe.compute_probability_mass(PROMPT, c)
+    assert everything.sequences > exact.sequences and everything.log_mass > exact.log_mass
+    result = pipe.generate(PROMPT, c, canonical=True, do_sample=True, seed=11)
+    body = [t for t in result.token_ids if t not in pipe.vocab.eos_token_ids]
+    assert body == tokenizer(result.text, add_special_tokens=False)["input_ids"]
 
 
 def test_non_finite_logits_are_refused(tokenizer):

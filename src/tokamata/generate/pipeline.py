@@ -20,9 +20,12 @@ Invariants:
   the output to begin with their bytes (``constraint.matcher(prefix=...)``); without a
   constraint, the healing prefix alone is the constraint (any text after it).
 - ``canonical=True`` goes through :func:`constraint_matcher`, the one place that makes
-  matchers; until canonical masks exist it raises :class:`~tokamata.Unsupported` naming
-  ``canonical mode``. Without a constraint, canonical mode decodes under the constraint of
-  any text (so "constrained" is then the model restricted to canonical tokenizations).
+  matchers: a constraint compiled with ``canonical=True`` is used as it is; another is
+  recompiled from its recipe with ``canonical=True`` (once per constraint, kept while the
+  constraint lives); one without a recipe (a Python type, grammar IR) raises
+  :class:`~tokamata.Unsupported` naming ``canonical mode``. Without a constraint, canonical
+  mode decodes under the constraint of any text (so "constrained" is then the model
+  restricted to canonical tokenizations).
 - Bad input raises before any model call: a prompt that is empty or leaves no room in the
   model's context, ids out of range, empty token sequences, ``max_new_tokens`` or
   ``samples`` < 1, bad sampling settings. Logits with a NaN or ``+inf`` raise where they
@@ -40,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from ..bitmask import allocate_bitmask, unpack_bitmask
-from ..compile import compile_regex
-from ..constraint import Constraint
+from ..compile import build, compile_regex
+from ..constraint import Constraint, Recipe
 from ..errors import InvalidArgument, Unsupported
 from ..healing import heal as heal_prompt
 from ..integrations.resolve import resolve_constraint
@@ -62,16 +65,32 @@ def constraint_matcher(constraint: Constraint, prefix: bytes = b"", canonical: b
     >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1])
     >>> constraint_matcher(tokamata.compile_regex("a", vocab)).allowed_tokens().tolist()
     [0]
-    >>> constraint_matcher(tokamata.compile_regex("a", vocab), canonical=True)
+    >>> constraint_matcher(tokamata.compile_grammar_ir(tokamata.compile_regex("a", vocab).grammar, vocab),
+    ...                    canonical=True)
     Traceback (most recent call last):
     tokamata.errors.Unsupported: unsupported: canonical mode: ...
     """
     if not isinstance(canonical, bool):
         raise InvalidArgument(f"canonical must be a bool, got {canonical!r}")
-    if canonical:
-        raise Unsupported("canonical mode", "canonical masks (only the tokenizer's own tokenizations) are not "
-                          "built yet; use canonical=False")
+    if canonical and constraint.canonical is None:
+        constraint = _canonical_variant(constraint)
     return constraint.matcher(prefix=prefix)
+
+
+_CANONICAL_VARIANTS: "weakref.WeakKeyDictionary[Constraint, Constraint]" = weakref.WeakKeyDictionary()
+
+
+def _canonical_variant(constraint: Constraint) -> Constraint:
+    """``constraint`` recompiled from its recipe with ``canonical=True`` (kept while it lives)."""
+    found = _CANONICAL_VARIANTS.get(constraint)
+    if found is None:
+        made = constraint.recipe
+        if made is None:
+            raise Unsupported("canonical mode", "this constraint has no recipe to recompile canonically (a Python "
+                              "type or grammar IR): compile it with canonical=True")
+        options = tuple((name, value) for name, value in made.options if name != "canonical") + (("canonical", True),)
+        found = _CANONICAL_VARIANTS[constraint] = build(Recipe(made.kind, made.spec, options), constraint.vocab)
+    return found
 
 
 class Pipeline:
