@@ -4,6 +4,7 @@
 // calling back into Python only for new lexer start states.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -19,6 +20,7 @@
 #include "tokamata/expr_arena.hpp"
 #include "tokamata/grammar_rules.hpp"
 #include "tokamata/grammar_walk.hpp"
+#include "tokamata/logits_mask.hpp"
 #include "tokamata/matcher_core.hpp"
 #include "tokamata/token_row.hpp"
 #include "tokamata/token_slices.hpp"
@@ -107,6 +109,96 @@ void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
 }
 
 using Words = nb::ndarray<uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Flags = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// A draft's rows [start, start + n + 1) of the bitmask (the rows fill_draft may write).
+uint32_t* draft_rows(const MatcherCore& m, Bitmask& bitmask, int64_t start, int64_t n) {
+  if (start < 0 || start + n + 1 > static_cast<int64_t>(bitmask.shape(0)))
+    throw nb::index_error("the draft's rows do not fit in the bitmask");
+  if (static_cast<int64_t>(bitmask.shape(1)) < m.constraint().num_words()) throw nb::value_error("bitmask too narrow");
+  return reinterpret_cast<uint32_t*>(bitmask.data()) + start * static_cast<int64_t>(bitmask.shape(1));
+}
+
+// Drafts of many matchers (CSR: matcher i's draft is tokens[offsets[i], offsets[i + 1]), its
+// rows start at starts[i]); one work item per distinct matcher, the GIL released for the
+// batch. Returns the rows written per matcher.
+std::vector<int64_t> fill_drafts(std::vector<MatcherCore*> matchers, I32Array tokens, I64Array offsets, Bitmask bitmask,
+                                 I32Array starts, int threads, std::optional<Flags> accepting) {
+  const size_t count = matchers.size();
+  if (offsets.shape(0) != count + 1 || starts.shape(0) != count) throw nb::value_error("one draft per matcher");
+  const int64_t* off = offsets.data();
+  if (off[0] != 0 || off[count] != static_cast<int64_t>(tokens.shape(0))) throw nb::value_error("offsets must span the tokens");
+  const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+  const int64_t rows = static_cast<int64_t>(bitmask.shape(0));
+  if (accepting && static_cast<int64_t>(accepting->shape(0)) < rows) throw nb::value_error("accepting: one entry per bitmask row");
+  std::vector<std::pair<int64_t, int64_t>> spans(count);  // rows each draft may write
+  for (size_t i = 0; i < count; ++i) {
+    if (!matchers[i]) throw nb::value_error("None is not a matcher");
+    if (off[i] > off[i + 1]) throw nb::value_error("offsets must be non-decreasing");
+    if (width < matchers[i]->constraint().num_words()) throw nb::value_error("bitmask too narrow");
+    const int64_t start = starts.data()[i], n = off[i + 1] - off[i];
+    if (start < 0 || start + n + 1 > rows) throw nb::index_error("the draft's rows do not fit in the bitmask");
+    spans[i] = {start, start + n + 1};
+  }
+  std::vector<std::pair<int64_t, int64_t>> sorted = spans;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i].first < sorted[i - 1].second) throw nb::value_error("the drafts' rows overlap");
+  }
+  std::vector<size_t> order(count);
+  for (size_t i = 0; i < count; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
+  std::vector<size_t> groups;
+  for (size_t k = 0; k < count; ++k) {
+    if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
+  }
+  groups.push_back(count);
+  std::vector<int64_t> written(count, 0);
+  uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
+  uint8_t* flags = accepting ? accepting->data() : nullptr;
+  const int32_t* data = tokens.data();
+  nb::gil_scoped_release release;
+  WorkerPool::instance().run(threads, groups.size() - 1, [&](size_t g) {
+    for (size_t k = groups[g]; k < groups[g + 1]; ++k) {
+      const size_t i = order[k];
+      const int64_t start = spans[i].first;
+      written[i] = matchers[i]->fill_draft(data + off[i], off[i + 1] - off[i], base + start * width, width, width,
+                                           flags ? flags + start : nullptr);
+    }
+  });
+  return written;
+}
+
+// logits[r, j] = -inf where bit j of mask row r is clear (logits_mask.hpp): float32, float64,
+// float16 and bfloat16 rows with contiguous columns, the GIL released.
+using Logits = nb::ndarray<nb::ndim<2>, nb::device::cpu>;
+using MaskRows = nb::ndarray<const int32_t, nb::ndim<2>, nb::device::cpu>;
+
+void apply_mask(Logits logits, MaskRows mask) {
+  if (logits.shape(0) != mask.shape(0)) throw nb::value_error("one bitmask row per logits row");
+  if (logits.shape(1) > 1 && logits.stride(1) != 1) throw nb::value_error("logits columns must be contiguous");
+  if (mask.shape(1) > 1 && mask.stride(1) != 1) throw nb::value_error("bitmask words must be contiguous");
+  const int64_t rows = static_cast<int64_t>(logits.shape(0)), cols = static_cast<int64_t>(logits.shape(1));
+  const int64_t stride = logits.stride(0), words = static_cast<int64_t>(mask.shape(1)), mask_stride = mask.stride(0);
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(mask.data());
+  const nb::dlpack::dtype type = logits.dtype();
+  const bool half = type.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && type.bits == 16;
+  const bool bfloat = type.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat) && type.bits == 16;
+  void* data = logits.data();
+  if (type == nb::dtype<float>()) {
+    nb::gil_scoped_release release;
+    mask_logits(static_cast<float*>(data), rows, cols, stride, bits, words, mask_stride);
+  } else if (type == nb::dtype<double>()) {
+    nb::gil_scoped_release release;
+    mask_logits(static_cast<double*>(data), rows, cols, stride, bits, words, mask_stride);
+  } else if ((half || bfloat) && type.lanes == 1) {
+    nb::gil_scoped_release release;
+    mask_logits(static_cast<uint16_t*>(data), rows, cols, stride, bits, words, mask_stride,
+                half ? kHalfNegInf : kBfloat16NegInf);
+  } else {
+    throw nb::type_error("logits must be float32, float64, float16 or bfloat16");
+  }
+}
 
 // (std::invalid_argument from the constructors below reaches Python as ValueError)
 std::shared_ptr<GrammarRules> make_grammar_rules(I32Array lhs, I32Array rhs_offsets, I32Array rhs,
@@ -470,6 +562,17 @@ NB_MODULE(_core, m) {
         }
         return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size());
       }, "max_bytes"_a)
+      .def("fill_draft", [](MatcherCore& m, I32Array tokens, Bitmask bitmask, int64_t start) {
+        const int64_t n = static_cast<int64_t>(tokens.shape(0));
+        uint32_t* rows = draft_rows(m, bitmask, start, n);
+        const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+        nb::gil_scoped_release release;
+        return m.fill_draft(tokens.data(), n, rows, width, width, nullptr);
+      }, "tokens"_a, "bitmask"_a.noconvert(), "start"_a)
+      .def("validate_draft", [](MatcherCore& m, I32Array tokens) {
+        nb::gil_scoped_release release;
+        return m.validate_draft(tokens.data(), static_cast<int64_t>(tokens.shape(0)));
+      }, "tokens"_a)
       .def("allowed_tokens", [](MatcherCore& m) {
         const int64_t words = m.constraint().num_words();
         std::vector<uint32_t> bits(static_cast<size_t>(words));
@@ -508,4 +611,8 @@ NB_MODULE(_core, m) {
       }
     });
   }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a, "threads"_a = 1);
+
+  m.def("fill_bitmasks_draft", &fill_drafts, "matchers"_a, "tokens"_a, "offsets"_a, "bitmask"_a.noconvert(), "starts"_a,
+        "threads"_a = 1, "accepting"_a.noconvert() = nb::none());
+  m.def("apply_bitmask", &apply_mask, "logits"_a.noconvert(), "bitmask"_a.noconvert());
 }

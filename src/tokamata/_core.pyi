@@ -202,7 +202,22 @@ class MatcherCore:
     def forced_bytes(self, max_bytes: int) -> bytes:
         """At most ``max_bytes`` bytes every continuation of the output begins with."""
     def allowed_tokens(self) -> list[int]: ...
+    def fill_draft(self, tokens: npt.NDArray[np.int32], bitmask: Any, start: int) -> int:
+        """Rows ``start + i`` = the mask after ``tokens[:i]``, up to the first refused token's
+        row; returns the rows written; the position is unchanged."""
+    def validate_draft(self, tokens: npt.NDArray[np.int32]) -> int:
+        """How many leading ``tokens`` consume accepts; the position is unchanged."""
 
 def fill_bitmasks(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32],
                   threads: int = 1) -> None:
     """Fill one bitmask row per matcher, without the GIL, on up to ``threads`` threads."""
+
+def fill_bitmasks_draft(matchers: Sequence[MatcherCore], tokens: npt.NDArray[np.int32],
+                        offsets: npt.NDArray[np.int64], bitmask: Any, starts: npt.NDArray[np.int32],
+                        threads: int = 1, accepting: npt.NDArray[np.uint8] | None = None) -> list[int]:
+    """``fill_draft`` for each matcher (draft i = ``tokens[offsets[i]:offsets[i + 1]]``, rows
+    from ``starts[i]``), without the GIL; returns the rows written per matcher."""
+
+def apply_bitmask(logits: Any, bitmask: Any) -> None:
+    """``logits[r, j] = -inf`` where bit j of ``bitmask`` row r is clear (float32/64, float16,
+    bfloat16; contiguous columns), without the GIL."""

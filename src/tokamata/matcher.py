@@ -20,6 +20,12 @@ Invariants:
 - A matcher made with ``prefix`` (token healing) sets, until the output holds all of it, the
   tokens whose bytes are a prefix of the rest of it or begin with all of it and go on into a
   sentence; never EOS or special tokens. Everything above holds across that junction.
+- ``validate_tokens`` and ``fill_bitmask_draft`` (speculative decoding) change nothing (but
+  caches) and run without the GIL in one native call: they equal consume, fill and rollback
+  token by token. At the first refused draft token they stop: ``fill_bitmask_draft`` has
+  written the rows up to and including that token's position (the mask it was refused
+  under) and nothing after it; draft ids that are not in ``[0, vocab_size)`` (``-1``
+  padding included) raise :class:`InvalidArgument` before anything is written.
 - ``forced_tokens`` and ``forced_bytes`` change nothing (but caches), run without the GIL and
   return at most ``Limits.max_forced_length`` items: the run of only-allowed tokens (no EOS),
   and the bytes every continuation of the output begins with.
@@ -35,7 +41,7 @@ from . import _core
 from .bitmask import check_bitmask
 from .errors import InvalidArgument, TokamataError
 
-__all__ = ["Matcher", "fill_bitmasks"]
+__all__ = ["Matcher", "fill_bitmasks", "fill_bitmasks_draft"]
 
 class Matcher:
     """Where one sequence is in a :class:`~tokamata.Constraint`.
@@ -157,6 +163,45 @@ class Matcher:
         """
         return self._core.forced_bytes(self._bound(max_bytes, "max_bytes"))
 
+    def validate_tokens(self, tokens: Iterable[int]) -> int:
+        """How many leading tokens of a draft ``consume`` would accept in order (it stops at the
+        first refused one); the matcher does not move. Ids must be in ``[0, vocab_size)``:
+        strip speculative padding (``-1``) first.
+
+        >>> import tokamata
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", None], eos_token_ids=[2])
+        >>> m = tokamata.compile_regex("ab", vocab).matcher()
+        >>> m.validate_tokens([0, 1, 2]), m.validate_tokens([0, 0, 1]), m.num_consumed
+        (3, 1, 0)
+        """
+        return self._core.validate_draft(_draft_ids(tokens, self.constraint.vocab_size))
+
+    def fill_bitmask_draft(self, tokens: Iterable[int], bitmask, start_index: int = 0) -> int:
+        """The bitmask rows of a speculative draft, in one call: row ``start_index + i`` is the
+        mask after consuming ``tokens[:i]``, for each accepted prefix; returns the rows
+        written, ``validate_tokens(tokens) + 1``. At the first refused token it stops after
+        that token's row (the mask the token was refused under); the rows after it are not
+        written. The bitmask needs ``start_index + len(tokens) + 1`` rows. The matcher does
+        not move.
+
+        >>> import tokamata
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", None], eos_token_ids=[2])
+        >>> m = tokamata.compile_regex("ab", vocab).matcher()
+        >>> bitmask = tokamata.allocate_bitmask(4, vocab.size)
+        >>> m.fill_bitmask_draft([0, 1, 2], bitmask)     # "a", then "b", then EOS, then only EOS
+        4
+        >>> bitmask[:, 0].tolist()
+        [1, 2, 4, 4]
+        """
+        ids = _draft_ids(tokens, self.constraint.vocab_size)
+        start = _row_index(start_index)
+        try:  # the core checks dtype, rank, contiguity, device, width and the rows
+            return self._core.fill_draft(ids, bitmask, start)
+        except (TypeError, ValueError, IndexError):
+            check_bitmask(bitmask, self.constraint.vocab_size)  # raises the precise error
+            raise InvalidArgument(f"a draft of {len(ids)} tokens from row {start} needs {start + len(ids) + 1} "
+                                  f"bitmask rows, the bitmask has {len(bitmask)}") from None
+
     def _bound(self, value: int | None, name: str) -> int:
         """``value`` (None: the limit) capped at ``Limits.max_forced_length``, or InvalidArgument."""
         bound = self.constraint.limits.max_forced_length
@@ -234,6 +279,99 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
         if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
             raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})") from None
         raise
+
+
+def fill_bitmasks_draft(matchers: Sequence[Matcher], drafts: Sequence[Iterable[int]], bitmask,
+                        starts: Sequence[int] | None = None, *, threads: int = 1, accepting=None) -> np.ndarray:
+    """:meth:`Matcher.fill_bitmask_draft` for a batch, in one call that releases the GIL for the
+    whole batch: matcher ``i``'s rows begin at ``starts[i]`` (default: right after the rows
+    of the drafts before it, ``len(draft) + 1`` each); returns the rows written per matcher
+    (int64). ``threads > 1`` spreads the matchers over that many threads; the drafts' rows
+    must not overlap. ``accepting`` (optional, uint8, one entry per bitmask row) gets 1 for
+    each written row whose position is complete (EOS allowed), else 0: for servers that map
+    their own stop tokens onto the rows. Nothing moves.
+
+    Example::
+
+        # rows 0-4: request 0's draft of 4 tokens; rows 5-9: request 1's
+        written = tokamata.fill_bitmasks_draft([m0, m1], [draft0, draft1], bitmask, [0, 5])
+    """
+    try:
+        matchers = list(matchers)
+        drafts = list(drafts)
+    except TypeError:
+        raise InvalidArgument("fill_bitmasks_draft takes a sequence of Matcher objects and one of drafts") from None
+    if len(drafts) != len(matchers):
+        raise InvalidArgument(f"need one draft per matcher, got {len(drafts)} for {len(matchers)}")
+    for m in matchers:
+        if not isinstance(m, Matcher):
+            raise InvalidArgument(f"fill_bitmasks_draft takes Matcher objects, got {type(m).__name__}")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
+        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+    ids = [_draft_ids(d, m.constraint.vocab_size) for m, d in zip(matchers, drafts)]
+    lengths = np.fromiter((len(d) for d in ids), dtype=np.int64, count=len(ids))
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if starts is None:
+        rows = (offsets[:-1] + np.arange(len(ids), dtype=np.int64)).astype(np.int32)
+    else:
+        rows = _row_indices(starts)
+        if rows.shape != (len(matchers),):
+            raise InvalidArgument(f"need one start row per matcher, got {rows.shape[0]} for {len(matchers)}")
+    tokens = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32)
+    if accepting is not None and not (isinstance(accepting, np.ndarray) and accepting.dtype == np.uint8
+                                      and accepting.ndim == 1 and accepting.flags.c_contiguous
+                                      and accepting.flags.writeable):
+        raise InvalidArgument("accepting must be a writable, contiguous 1-D uint8 numpy array")
+    try:
+        written = _core.fill_bitmasks_draft([m._core for m in matchers], tokens, offsets, bitmask, rows,
+                                            int(threads), accepting)
+    except (TypeError, ValueError, IndexError) as error:
+        for size in {m.constraint.vocab_size for m in matchers} or {1}:
+            check_bitmask(bitmask, size)
+        if accepting is not None and len(accepting) < len(bitmask):
+            raise InvalidArgument(f"accepting needs one entry per bitmask row ({len(bitmask)}), "
+                                  f"got {len(accepting)}") from None
+        ends = rows.astype(np.int64) + lengths + 1
+        if len(ends) and int(ends.max()) > len(bitmask):
+            raise InvalidArgument(f"the drafts need {int(ends.max())} bitmask rows, the bitmask has "
+                                  f"{len(bitmask)}") from None
+        raise InvalidArgument(f"fill_bitmasks_draft: {error}") from None
+    return np.asarray(written, dtype=np.int64)
+
+
+def _draft_ids(tokens, vocab_size: int) -> np.ndarray:
+    """A draft as a 1-D int32 array of ids in ``[0, vocab_size)``, or InvalidArgument (``-1``
+    padding, ids out of range, floats and bools are refused)."""
+    if isinstance(tokens, np.ndarray) and tokens.dtype.kind in "iu" and tokens.ndim == 1:
+        ids = tokens
+    else:
+        if isinstance(tokens, (str, bytes, bytearray, memoryview)) or not isinstance(tokens, Iterable):
+            raise InvalidArgument(f"draft tokens must be an iterable of ints, got {type(tokens).__name__}")
+        try:
+            ids = np.asarray([t if type(t) is int else _token_id(t) for t in tokens], dtype=np.int64)
+        except TypeError:  # (a 0-d array is an Iterable that cannot be iterated)
+            raise InvalidArgument(f"draft tokens must be an iterable of ints, got {type(tokens).__name__}") from None
+        except OverflowError:
+            raise InvalidArgument(f"draft token id out of range [0, {vocab_size})") from None
+    if len(ids):
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            bad = low if low < 0 else high
+            what = " (speculative padding: strip it first)" if bad == -1 else ""
+            raise InvalidArgument(f"draft token id {bad} out of range [0, {vocab_size}){what}")
+    return np.ascontiguousarray(ids, dtype=np.int32)
+
+
+def _row_index(index) -> int:
+    """A start row: a non-negative int (integer scalars too), or InvalidArgument."""
+    try:
+        row = _token_id(index)
+    except InvalidArgument:
+        raise InvalidArgument(f"start_index must be an int, got {index!r}") from None
+    if not 0 <= row < _INT32_END:
+        raise InvalidArgument(f"start_index {row} is out of range [0, {_INT32_END})")
+    return row
 
 
 _ROWS = np.arange(1024, dtype=np.int32)

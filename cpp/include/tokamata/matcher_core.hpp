@@ -243,6 +243,18 @@ class MatcherCore {
   std::vector<int32_t> forced_tokens(int64_t max_tokens);
   // At most max_bytes forced bytes from the current position. Without the GIL.
   std::vector<uint8_t> forced_bytes(int64_t max_bytes);
+  // Speculative drafts (matcher_draft.cpp): rows out + i * stride (num_words words each) for
+  // i = 0, 1, ...: row i is what fill() writes after consuming tokens[0, i); it stops after
+  // the row of the first token consume() refuses (an id out of range included), or after row
+  // n. Returns the rows written: the accepted tokens + 1. `accepting` (null: not wanted)
+  // gets, per row written, 1 where EOS is allowed (the output is complete, or terminated).
+  // The position is unchanged afterwards, an exception included (what was consumed is
+  // rolled back and the mask pointer restored). Without the GIL.
+  int64_t fill_draft(const int32_t* tokens, int64_t n, uint32_t* out, int64_t stride, int64_t num_words,
+                     uint8_t* accepting);
+  // How many of tokens[0, n) consume() accepts in order; the position is unchanged.
+  // Without the GIL.
+  int64_t validate_draft(const int32_t* tokens, int64_t n);
 
  private:
   const MaskPtr& current_mask();
