@@ -5,12 +5,16 @@ Invariant: ``apply_bitmask`` sets the logits of disallowed tokens to ``-inf`` in
 of a row set <=> logit t kept), and columns past the bitmask's width are disallowed; the numpy
 and the torch paths agree. Logits must be floating point (an integer array cannot hold
 ``-inf``): anything else raises :class:`InvalidArgument` before anything is written.
+float16/32/64 numpy logits (and CPU torch logits, :mod:`.torch`) whose columns are contiguous
+are masked by the C++ core (``_core.apply_bitmask``, without the GIL); other floating types
+(``longdouble``) and layouts go through numpy's unpacked boolean mask, with the same result.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _core
 from ..bitmask import unpack_bitmask
 from ..errors import InvalidArgument
 
@@ -47,6 +51,17 @@ def apply_bitmask(logits, bitmask):
         mask = mask[None, :]
     if mask.ndim != 2 or mask.shape[0] != view.shape[0]:
         raise InvalidArgument(f"bitmask shape {mask.shape} does not match logits shape {logits.shape}")
+    if not view.flags.writeable:
+        raise InvalidArgument("logits are read-only")
+    if view.dtype in _NATIVE and (view.shape[1] < 2 or view.strides[1] == view.itemsize):
+        if mask.shape[1] > 1 and mask.strides[1] != 4:
+            mask = np.ascontiguousarray(mask)
+        _core.apply_bitmask(view, mask)
+        return logits
     allowed = unpack_bitmask(mask, view.shape[1])
     view[~allowed] = -np.inf
     return logits
+
+
+#: numpy dtypes the C++ core masks (columns contiguous)
+_NATIVE = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))

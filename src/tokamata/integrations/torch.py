@@ -6,6 +6,8 @@ become -inf; columns past the bitmask's width become -inf.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import InvalidArgument
 
 
@@ -43,9 +45,19 @@ def apply_bitmask_torch(logits, bitmask):
     view = logits.unsqueeze(0) if squeeze else logits
     if view.dim() != 2:
         raise InvalidArgument(f"logits must be [V] or [B, V], got shape {tuple(logits.shape)}")
-    if view.device.type == "cpu":
-        import numpy as np
+    if view.device.type == "cpu" and _native(view, bitmask):
+        from .. import _core
 
+        mask = bitmask if bitmask.ndim == 2 else bitmask[None]
+        if mask.shape[0] != view.shape[0]:
+            raise InvalidArgument(f"bitmask batch {mask.shape[0]} does not match logits batch {view.shape[0]}")
+        if isinstance(mask, np.ndarray):
+            mask = np.ascontiguousarray(mask)
+        elif not mask.is_contiguous():
+            mask = mask.contiguous()
+        _core.apply_bitmask(view, mask)
+        return logits
+    if view.device.type == "cpu":
         from ..bitmask import unpack_bitmask
 
         mask = bitmask.numpy() if hasattr(bitmask, "numpy") else np.asarray(bitmask)
@@ -60,3 +72,16 @@ def apply_bitmask_torch(logits, bitmask):
         raise InvalidArgument(f"bitmask batch {allowed.shape[0]} does not match logits batch {view.shape[0]}")
     view.masked_fill_(~allowed, float("-inf"))
     return logits
+
+
+def _native(view, bitmask) -> bool:
+    """Whether the C++ core masks these CPU logits in place through their buffer: float32/64,
+    float16 or bfloat16 with contiguous columns, not tracked by autograd, and an int32 bitmask
+    of rank 1 or 2 (a CPU tensor or a numpy array); anything else takes the torch ops."""
+    torch = _torch()
+    return (view.dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+            and (view.shape[1] < 2 or view.stride(1) == 1) and not view.requires_grad
+            and ((isinstance(bitmask, torch.Tensor) and bitmask.dtype == torch.int32
+                  and bitmask.device.type == "cpu")
+                 or (isinstance(bitmask, np.ndarray) and bitmask.dtype == np.int32))
+            and bitmask.ndim in (1, 2))
