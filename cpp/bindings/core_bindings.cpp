@@ -119,6 +119,14 @@ uint32_t* draft_rows(const MatcherCore& m, Bitmask& bitmask, int64_t start, int6
   return reinterpret_cast<uint32_t*>(bitmask.data()) + start * static_cast<int64_t>(bitmask.shape(1));
 }
 
+// Draft ids must be in [0, vocab_size) (ValueError before anything is consumed or written).
+void check_ids(const MatcherCore& m, const std::vector<int32_t>& tokens) {
+  const int32_t vocab = m.constraint().vocab_size();
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= vocab) throw nb::value_error("draft token id out of range");
+  }
+}
+
 // Drafts of many matchers (CSR: matcher i's draft is tokens[offsets[i], offsets[i + 1]), its
 // rows start at starts[i]); one work item per distinct matcher, the GIL released for the
 // batch. Returns the rows written per matcher.
@@ -187,10 +195,10 @@ void apply_mask(Logits logits, MaskRows mask) {
   void* data = logits.data();
   if (type == nb::dtype<float>()) {
     nb::gil_scoped_release release;
-    mask_logits(static_cast<float*>(data), rows, cols, stride, bits, words, mask_stride);
+    mask_logits(static_cast<uint32_t*>(data), rows, cols, stride, bits, words, mask_stride, kFloatNegInf);
   } else if (type == nb::dtype<double>()) {
     nb::gil_scoped_release release;
-    mask_logits(static_cast<double*>(data), rows, cols, stride, bits, words, mask_stride);
+    mask_logits(static_cast<uint64_t*>(data), rows, cols, stride, bits, words, mask_stride, kDoubleNegInf);
   } else if ((half || bfloat) && type.lanes == 1) {
     nb::gil_scoped_release release;
     mask_logits(static_cast<uint16_t*>(data), rows, cols, stride, bits, words, mask_stride,
@@ -562,16 +570,18 @@ NB_MODULE(_core, m) {
         }
         return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size());
       }, "max_bytes"_a)
-      .def("fill_draft", [](MatcherCore& m, I32Array tokens, Bitmask bitmask, int64_t start) {
-        const int64_t n = static_cast<int64_t>(tokens.shape(0));
+      .def("fill_draft", [](MatcherCore& m, const std::vector<int32_t>& tokens, Bitmask bitmask, int64_t start) {
+        check_ids(m, tokens);
+        const int64_t n = static_cast<int64_t>(tokens.size());
         uint32_t* rows = draft_rows(m, bitmask, start, n);
         const int64_t width = static_cast<int64_t>(bitmask.shape(1));
         nb::gil_scoped_release release;
         return m.fill_draft(tokens.data(), n, rows, width, width, nullptr);
       }, "tokens"_a, "bitmask"_a.noconvert(), "start"_a)
-      .def("validate_draft", [](MatcherCore& m, I32Array tokens) {
+      .def("validate_draft", [](MatcherCore& m, const std::vector<int32_t>& tokens) {
+        check_ids(m, tokens);
         nb::gil_scoped_release release;
-        return m.validate_draft(tokens.data(), static_cast<int64_t>(tokens.shape(0)));
+        return m.validate_draft(tokens.data(), static_cast<int64_t>(tokens.size()));
       }, "tokens"_a)
       .def("allowed_tokens", [](MatcherCore& m) {
         const int64_t words = m.constraint().num_words();

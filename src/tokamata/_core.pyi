@@ -202,11 +202,13 @@ class MatcherCore:
     def forced_bytes(self, max_bytes: int) -> bytes:
         """At most ``max_bytes`` bytes every continuation of the output begins with."""
     def allowed_tokens(self) -> list[int]: ...
-    def fill_draft(self, tokens: npt.NDArray[np.int32], bitmask: Any, start: int) -> int:
+    def fill_draft(self, tokens: Sequence[int], bitmask: Any, start: int) -> int:
         """Rows ``start + i`` = the mask after ``tokens[:i]``, up to the first refused token's
-        row; returns the rows written; the position is unchanged."""
-    def validate_draft(self, tokens: npt.NDArray[np.int32]) -> int:
-        """How many leading ``tokens`` consume accepts; the position is unchanged."""
+        row; returns the rows written; the position is unchanged. ValueError for an id out
+        of range (nothing written)."""
+    def validate_draft(self, tokens: Sequence[int]) -> int:
+        """How many leading ``tokens`` consume accepts; the position is unchanged. ValueError
+        for an id out of range."""
 
 def fill_bitmasks(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32],
                   threads: int = 1) -> None:

@@ -174,7 +174,13 @@ class Matcher:
         >>> m.validate_tokens([0, 1, 2]), m.validate_tokens([0, 0, 1]), m.num_consumed
         (3, 1, 0)
         """
-        return self._core.validate_draft(_draft_ids(tokens, self.constraint.vocab_size))
+        if type(tokens) is not list or not all(type(t) is int for t in tokens):
+            tokens = _draft_ids(tokens, self.constraint.vocab_size).tolist()
+        try:  # the core checks the range of every id first
+            return self._core.validate_draft(tokens)
+        except (TypeError, ValueError):
+            _draft_ids(tokens, self.constraint.vocab_size)  # raises the precise error
+            raise
 
     def fill_bitmask_draft(self, tokens: Iterable[int], bitmask, start_index: int = 0) -> int:
         """The bitmask rows of a speculative draft, in one call: row ``start_index + i`` is the
@@ -193,14 +199,17 @@ class Matcher:
         >>> bitmask[:, 0].tolist()
         [1, 2, 4, 4]
         """
-        ids = _draft_ids(tokens, self.constraint.vocab_size)
-        start = _row_index(start_index)
-        try:  # the core checks dtype, rank, contiguity, device, width and the rows
-            return self._core.fill_draft(ids, bitmask, start)
-        except (TypeError, ValueError, IndexError):
-            check_bitmask(bitmask, self.constraint.vocab_size)  # raises the precise error
-            raise InvalidArgument(f"a draft of {len(ids)} tokens from row {start} needs {start + len(ids) + 1} "
-                                  f"bitmask rows, the bitmask has {len(bitmask)}") from None
+        if type(tokens) is not list or not all(type(t) is int for t in tokens):
+            tokens = _draft_ids(tokens, self.constraint.vocab_size).tolist()
+        start = start_index if type(start_index) is int else _row_index(start_index)
+        try:  # the core checks the ids' range, dtype, rank, contiguity, device, width and rows
+            return self._core.fill_draft(tokens, bitmask, start)
+        except (TypeError, ValueError, IndexError):  # name what is wrong (nothing was written)
+            _draft_ids(tokens, self.constraint.vocab_size)
+            _row_index(start)
+            check_bitmask(bitmask, self.constraint.vocab_size)
+            raise InvalidArgument(f"a draft of {len(tokens)} tokens from row {start} needs "
+                                  f"{start + len(tokens) + 1} bitmask rows, the bitmask has {len(bitmask)}") from None
 
     def _bound(self, value: int | None, name: str) -> int:
         """``value`` (None: the limit) capped at ``Limits.max_forced_length``, or InvalidArgument."""
@@ -308,17 +317,15 @@ def fill_bitmasks_draft(matchers: Sequence[Matcher], drafts: Sequence[Iterable[i
             raise InvalidArgument(f"fill_bitmasks_draft takes Matcher objects, got {type(m).__name__}")
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
         raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
-    ids = [_draft_ids(d, m.constraint.vocab_size) for m, d in zip(matchers, drafts)]
-    lengths = np.fromiter((len(d) for d in ids), dtype=np.int64, count=len(ids))
-    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    tokens, lengths = _draft_batch(matchers, drafts)
+    offsets = np.zeros(len(drafts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if starts is None:
-        rows = (offsets[:-1] + np.arange(len(ids), dtype=np.int64)).astype(np.int32)
+        rows = (offsets[:-1] + np.arange(len(drafts), dtype=np.int64)).astype(np.int32)
     else:
         rows = _row_indices(starts)
         if rows.shape != (len(matchers),):
             raise InvalidArgument(f"need one start row per matcher, got {rows.shape[0]} for {len(matchers)}")
-    tokens = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32)
     if accepting is not None and not (isinstance(accepting, np.ndarray) and accepting.dtype == np.uint8
                                       and accepting.ndim == 1 and accepting.flags.c_contiguous
                                       and accepting.flags.writeable):
@@ -338,6 +345,27 @@ def fill_bitmasks_draft(matchers: Sequence[Matcher], drafts: Sequence[Iterable[i
                                   f"{len(bitmask)}") from None
         raise InvalidArgument(f"fill_bitmasks_draft: {error}") from None
     return np.asarray(written, dtype=np.int64)
+
+
+def _draft_batch(matchers: list[Matcher], drafts: list) -> tuple[np.ndarray, np.ndarray]:
+    """The drafts as one flat int32 array of checked ids and their lengths (int64): one
+    numpy check for lists of ints (a server's drafts), :func:`_draft_ids` per draft else."""
+    if all(type(d) is list for d in drafts):
+        flat = [t for d in drafts for t in d]
+        if all(type(t) is int for t in flat):
+            lengths = np.fromiter(map(len, drafts), dtype=np.int64, count=len(drafts))
+            try:
+                ids = np.array(flat, dtype=np.int64)
+            except OverflowError:
+                ids = None
+            sizes = {m.constraint.vocab_size for m in matchers}
+            bound = np.repeat(np.fromiter((m.constraint.vocab_size for m in matchers), dtype=np.int64,
+                                          count=len(matchers)), lengths) if len(sizes) > 1 else min(sizes, default=0)
+            if ids is not None and (not len(ids) or (int(ids.min()) >= 0 and bool((ids < bound).all()))):
+                return ids.astype(np.int32), lengths
+    checked = [_draft_ids(d, m.constraint.vocab_size) for m, d in zip(matchers, drafts)]  # (raises the error)
+    lengths = np.fromiter(map(len, checked), dtype=np.int64, count=len(checked))
+    return (np.concatenate(checked) if checked else np.zeros(0, dtype=np.int32)), lengths
 
 
 def _draft_ids(tokens, vocab_size: int) -> np.ndarray:
