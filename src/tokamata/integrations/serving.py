@@ -13,7 +13,10 @@ Invariants:
   complete and end the request when accepted; elsewhere they are masked. Without ``stop``
   the vocabulary's EOS ids are the stop ids. A stop id is never consumed into the matcher.
 - :meth:`RequestMatcher.validate` returns the accepted prefix of a draft and leaves the
-  position unchanged; ``-1`` (speculative padding) ends the draft.
+  position unchanged; ``-1`` (speculative padding) ends the draft. It and :func:`fill_drafts`
+  (the rows of many requests' drafts) run through the matcher's native draft calls
+  (``Matcher.validate_tokens``, ``tokamata.fill_bitmasks_draft``): one call per request, or
+  per batch, never a consume/fill/rollback loop per token.
 - Errors fail the request alone: a token id out of range or refused makes ``accept`` return
   False; a limit reached while filling a mask (:class:`LimitExceeded`) is kept in
   :attr:`RequestMatcher.error`, the row allows only the stop ids, and every later ``accept``
@@ -31,9 +34,10 @@ import numpy as np
 from ..compile import recipe
 from ..constraint import Constraint, Recipe
 from ..errors import InvalidArgument, TokamataError, VocabularyError
+from ..matcher import fill_bitmasks_draft
 from ..vocab import Vocabulary
 
-__all__ = ["RequestMatcher", "request_recipe", "vocabulary_from_tokenizer", "is_gbnf"]
+__all__ = ["RequestMatcher", "request_recipe", "vocabulary_from_tokenizer", "is_gbnf", "fill_drafts"]
 
 _GBNF_RULE = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_-]*\s*::=", re.MULTILINE)
 
@@ -156,26 +160,31 @@ class RequestMatcher:
         up to the stop id that would end it), with the position unchanged."""
         if self.terminated or self.error is not None:
             return []
-        accepted: list[int] = []
-        consumed = 0
+        draft, stop = self._cut(tokens)
         try:
-            for token in tokens:
-                token = int(token)
-                if token < 0:
-                    break
-                if token in self.stop:
-                    if self.matcher.is_accepting():
-                        accepted.append(token)
-                    break
-                if token >= self.vocab_size or not self.matcher.consume(token):
-                    break
-                consumed += 1
-                accepted.append(token)
+            count = self.matcher.validate_tokens(draft)
+            if stop is None or count < len(draft):
+                return draft[:count]
+            self.matcher.consume_many(draft)  # (a stop id after the whole draft: is the output complete?)
+            try:
+                complete = self.matcher.is_accepting()
+            finally:
+                self.matcher.rollback(len(draft))
         except TokamataError:
-            pass  # (the prefix before the limit stands; fill_bitmask reports the error)
-        finally:
-            self.matcher.rollback(consumed)
-        return accepted
+            return []  # (a limit in the draft: none of it is vouched for; fill_bitmask reports the error)
+        return draft + [stop] if complete else draft
+
+    def _cut(self, tokens: Iterable[int]) -> tuple[list[int], int | None]:
+        """The draft up to its first ``-1``, id out of range or stop id (the stop id, or None)."""
+        draft: list[int] = []
+        for token in tokens:
+            token = int(token)
+            if not 0 <= token < self.vocab_size:
+                break
+            if token in self.stop:
+                return draft, token
+            draft.append(token)
+        return draft, None
 
     def rollback(self, n: int) -> None:
         """Undo the last ``n`` accepted tokens (a stop id included)."""
@@ -212,12 +221,16 @@ class RequestMatcher:
         """Make row ``index``, filled by this request's matcher, allow the stop ids exactly
         where the output is complete (a no-op when the stop ids are the vocabulary's EOS)."""
         if not self._eos_only:
-            row = np.asarray(bitmask[index]).view(np.uint32)
-            _clear(row, self._eos_ids)
-            if self.matcher.is_accepting():
-                _set(row, self._stop_ids)
-            else:
-                _clear(row, self._stop_ids)
+            self._stops_into(np.asarray(bitmask[index]).view(np.uint32), self.matcher.is_accepting())
+
+    def _stops_into(self, row: np.ndarray, complete: bool) -> None:
+        """Row (uint32 words) of a position: the stop ids set iff ``complete``, the other EOS
+        ids cleared."""
+        _clear(row, self._eos_ids)
+        if complete:
+            _set(row, self._stop_ids)
+        else:
+            _clear(row, self._stop_ids)
 
     def is_terminated(self) -> bool:
         return self.terminated
@@ -235,6 +248,58 @@ class RequestMatcher:
         twin.__dict__.update(self.__dict__)
         twin.matcher = self.matcher.copy()
         return twin
+
+
+def fill_drafts(requests: list[RequestMatcher], drafts: list, bitmask, starts: list[int]) -> list[tuple[int, bool]]:
+    """The bitmask rows of many requests' speculative drafts in one native call (the GIL
+    released for the batch): row ``starts[i] + j`` is what ``requests[i].fill`` writes after
+    ``requests[i].accept(drafts[i][:j])``, for ``j`` from 0 until the draft ends (its first
+    ``-1``, or its end) or a token is refused or ends the request (that token's row included,
+    then it stops). Returns per request ``(rows written, ended)``: ``ended`` when its last
+    written row's token is a stop id that ends it (or it had ended before). Nothing moves.
+    A request that had failed writes its one stop-ids row; a limit reached in a draft fails
+    that request alone (:attr:`RequestMatcher.error`, its row allows only its stop ids).
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", None], eos_token_ids=[2])
+    >>> r = RequestMatcher(tokamata.compile_regex("ab", vocab))
+    >>> bitmask = tokamata.allocate_bitmask(5, vocab.size)
+    >>> fill_drafts([r], [[0, 1, 2, 0]], bitmask, [0]), bitmask[:, 0].tolist()
+    ([(3, True)], [1, 2, 4, 0, 0])
+    """
+    results: list[tuple[int, bool] | None] = [None] * len(requests)
+    cuts = [r._cut(d) if r.live else ([], None) for r, d in zip(requests, drafts)]
+    live = [i for i, r in enumerate(requests) if r.live]
+    complete = np.zeros(len(bitmask), dtype=np.uint8)
+    try:
+        written = fill_bitmasks_draft([requests[i].matcher for i in live], [cuts[i][0] for i in live], bitmask,
+                                      [starts[i] for i in live], accepting=complete)
+    except TokamataError:  # a limit in some draft: each on its own, to fail only that request
+        written = []
+        for i in live:
+            try:
+                written.append(int(fill_bitmasks_draft([requests[i].matcher], [cuts[i][0]], bitmask, [starts[i]],
+                                                       accepting=complete)[0]))
+            except TokamataError as error:
+                requests[i].error = error
+                written.append(0)
+    rows = np.asarray(bitmask).view(np.uint32)
+    for i, count in zip(live, written):
+        request = requests[i]
+        if request.error is not None:
+            continue
+        start = starts[i]
+        if not request._eos_only:
+            for j in range(count):
+                request._stops_into(rows[start + j], bool(complete[start + j]))
+        draft, stop = cuts[i]
+        ended = stop is not None and count == len(draft) + 1 and bool(complete[start + count - 1])
+        results[i] = (count, ended)
+    for i, request in enumerate(requests):
+        if results[i] is None:  # failed before or in its draft, or ended before it
+            request.fill(bitmask, starts[i])
+            results[i] = (1, request.terminated)
+    return results  # type: ignore[return-value]
 
 
 def _set(row: np.ndarray, ids: np.ndarray) -> None:

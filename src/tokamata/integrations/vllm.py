@@ -11,7 +11,12 @@ others with :class:`~tokamata.Unsupported`, since those places move between rele
 2. ``SamplingParams._validate_structured_outputs`` marks requests of such an engine for
    tokamata (the checks vLLM runs for every backend first; nothing is compiled in the
    front end process: a bad spec fails its request when the engine compiles it);
-3. ``StructuredOutputManager.grammar_init`` builds a :class:`TokamataBackend` for them.
+3. ``StructuredOutputManager.grammar_init`` builds a :class:`TokamataBackend` for them;
+4. ``StructuredOutputManager.grammar_bitmask`` fills a tokamata engine's rows, speculative
+   draft positions included, with one native call per batch
+   (:meth:`TokamataBackend.fill_bitmask_rows`) instead of vLLM's fill / accept / rollback
+   per draft token; batches where some request is still reasoning (a reasoning parser whose
+   end is not reached) and diffusion models keep vLLM's own loop.
 
 Call it in every process that builds an engine or validates requests, before the engine
 starts (``LLM(...)``, or in a ``vllm serve`` plugin entry point)::
@@ -30,6 +35,12 @@ Invariants:
   carries it to that request); a refused or out-of-range token, or a limit reached while
   filling a mask, makes ``accept_tokens`` return False (vLLM finishes the request with
   ``FINISHED_ERROR``); a failed request's rows allow only its stop ids.
+- :meth:`TokamataBackend.fill_bitmask_rows` writes exactly the rows vLLM's own
+  ``grammar_bitmask`` loop writes through the grammars (``tests/serving`` compares them):
+  for each request a block of ``num_speculative_tokens + 1`` rows, row ``j`` the mask after
+  its first ``j`` draft tokens; after ``-1`` padding or once a stop id ends the request, rows
+  allow everything (vLLM's full rows); after a draft token the grammar refuses, rows repeat
+  the row it was refused under; a grammar that had terminated gets full rows.
 - Constraints are compiled once per spec per engine (a :class:`tokamata.ConstraintCache` of
   ``max_cache_bytes``) and shared by requests; each request has its own matcher.
 """
@@ -39,10 +50,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..constraint_cache import ConstraintCache
 from ..errors import InvalidArgument, Unsupported
 from ..limits import Limits
-from .serving import RequestMatcher, request_recipe, vocabulary_from_tokenizer
+from .serving import RequestMatcher, fill_drafts, request_recipe, vocabulary_from_tokenizer
 
 __all__ = ["install", "TokamataBackend", "TokamataGrammar", "SUPPORTED_VLLM", "BACKEND_NAME"]
 
@@ -131,6 +144,28 @@ def _define():
         def destroy(self) -> None:
             self.cache.clear()
 
+        def fill_bitmask_rows(self, grammars: list[TokamataGrammar], drafts: list[list[int]], bitmask,
+                              stride: int) -> None:
+            """The rows of ``grammar_bitmask`` (see the module docstring) for a batch:
+            request ``i`` owns rows ``[i * stride, i * stride + len(drafts[i]) + 1)`` of
+            ``bitmask`` (int32, CPU; ``len(drafts[i]) < stride``), filled in one native call
+            for the batch; nothing moves."""
+            rows = np.asarray(bitmask)
+            live = [i for i, g in enumerate(grammars) if not g.is_terminated()]
+            for i, g in enumerate(grammars):
+                if g.is_terminated():
+                    rows[i * stride: i * stride + len(drafts[i]) + 1] = -1
+            results = fill_drafts([grammars[i].request for i in live], [drafts[i] for i in live], bitmask,
+                                  [i * stride for i in live])
+            for i, (written, ended) in zip(live, results):
+                draft = drafts[i]
+                padding = next((j for j, t in enumerate(draft) if t == -1), len(draft))  # (vLLM's sentinel)
+                start, end = i * stride, i * stride + len(draft) + 1
+                if ended or written - 1 == padding:  # after the end or the padding: full rows
+                    rows[start + written: end] = -1
+                else:  # refused at row start + written - 1: later rows repeat it
+                    rows[start + written: end] = rows[start + written - 1]
+
     return TokamataBackend, TokamataGrammar
 
 
@@ -164,6 +199,7 @@ def install(*, whitespace: str = "flexible", max_whitespace: int = 4, limits: Li
     _extend_config()
     _patch_validation()
     _patch_manager(backend_class)
+    _patch_bitmask(backend_class, globals()["TokamataGrammar"])  # (the grammar class defined with it)
     _INSTALLED.append(True)
 
 
@@ -229,3 +265,32 @@ def _patch_manager(backend_class) -> None:
 
     grammar_init.__wrapped__ = original  # type: ignore[attr-defined]
     StructuredOutputManager.grammar_init = grammar_init
+
+
+def _patch_bitmask(backend_class, grammar_class) -> None:
+    from vllm.v1.structured_output import StructuredOutputManager
+
+    original = StructuredOutputManager.grammar_bitmask
+
+    def grammar_bitmask(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens):
+        if (not isinstance(self.backend, backend_class) or not structured_output_request_ids
+                or self.vllm_config.model_config.is_diffusion):
+            return original(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens)
+        grammars = []
+        for req_id in structured_output_request_ids:
+            request = requests[req_id]
+            grammar = request.structured_output_request.grammar
+            if not isinstance(grammar, grammar_class) or tuple(self._get_constraint_bounds(request, ())) != (0, 0):
+                return original(self, requests, structured_output_request_ids, scheduled_spec_decode_tokens)
+            grammars.append(grammar)
+        max_spec = self.vllm_config.num_speculative_tokens
+        if self._grammar_bitmask is None:
+            self._grammar_bitmask = self.backend.allocate_token_bitmask(
+                self.vllm_config.scheduler_config.max_num_seqs * (1 + max_spec))
+        drafts = [list(scheduled_spec_decode_tokens.get(req_id, ())) if max_spec else []
+                  for req_id in structured_output_request_ids]
+        self.backend.fill_bitmask_rows(grammars, drafts, self._grammar_bitmask, max_spec + 1)
+        return self._grammar_bitmask[: len(structured_output_request_ids) * (max_spec + 1)].numpy()
+
+    grammar_bitmask.__wrapped__ = original  # type: ignore[attr-defined]
+    StructuredOutputManager.grammar_bitmask = grammar_bitmask
