@@ -13,6 +13,9 @@
   vocabulary) masked by a random bitmask with about half the words mixed, numpy and torch CPU,
   per dtype: the C++ path against the numpy reference (unpack the bits, boolean index).
   Target: float32 under 50 us (PASS/FAIL line).
+* **vLLM** (when run with the serving environment's Python, where vLLM imports): vLLM 0.33's
+  ``grammar_bitmask`` for 64 requests with drafts of 4, tokamata's native path against
+  vLLM's own per-token loop over the same grammars.
 
 Timings are medians of repeated runs in this process; on a shared machine compare ratios.
 """
@@ -144,6 +147,64 @@ def bench_batch(vocab, path: str, repeats: int, requests: int = 64, d: int = 4) 
     return out
 
 
+def bench_vllm(path: str, repeats: int, requests: int = 64, d: int = 4) -> dict | None:
+    """vLLM 0.33's StructuredOutputManager.grammar_bitmask for a batch of ``requests`` JSON
+    Schema requests with drafts of ``d`` tokens: tokamata's native path (after install())
+    against vLLM's own per-token loop (``__wrapped__``) over the same grammars. Only where
+    vLLM imports (the serving environment: .cache/venv-serving/bin/python)."""
+    try:
+        import torch
+        from vllm.config import StructuredOutputsConfig
+        from vllm.v1.structured_output import StructuredOutputManager
+        from vllm.v1.structured_output.backend_types import StructuredOutputOptions
+
+        import tokamata.integrations.vllm as tv
+    except ImportError:
+        print("  (vLLM not importable here: run with .cache/venv-serving/bin/python for the vLLM row)")
+        return None
+    from types import SimpleNamespace
+
+    from transformers import PreTrainedTokenizerFast
+
+    tv.install()
+    tok = TokenizerData.load(path)
+    backend = tv.TokamataBackend(StructuredOutputsConfig(backend="tokamata"),
+                                 tokenizer=PreTrainedTokenizerFast(tokenizer_file=path), vocab_size=tok.vocab_size)
+    manager = StructuredOutputManager.__new__(StructuredOutputManager)
+    manager.__dict__.update(backend=backend, backend_name="tokamata", reasoner_cls=None, enable_in_reasoning=False,
+                            _grammar_bitmask=None, _full_mask=torch.tensor(-1, dtype=torch.int32),
+                            fill_bitmask_parallel_threshold=128,
+                            vllm_config=SimpleNamespace(num_speculative_tokens=d,
+                                                        model_config=SimpleNamespace(is_diffusion=False),
+                                                        scheduler_config=SimpleNamespace(max_num_seqs=requests)))
+    text = CASES[2][2]
+    tokens = encode_instance(path, text)
+    reqs, drafts = {}, {}
+    for i in range(requests):
+        grammar = backend.compile_grammar(StructuredOutputOptions.JSON, json.dumps(SCHEMA))
+        k = i % (len(tokens) - d)
+        assert grammar.accept_tokens("r", tokens[:k])
+        reqs[str(i)] = SimpleNamespace(use_structured_output=True, structured_output_request=SimpleNamespace(
+            grammar=grammar, reasoning_ended=None, reasoner=None))
+        drafts[str(i)] = tokens[k:k + d]
+    ids = list(reqs)
+    native, loop = [], []
+    for rep in range(repeats + 1):
+        t0 = time.perf_counter_ns()
+        manager.grammar_bitmask(reqs, ids, drafts)
+        t1 = time.perf_counter_ns()
+        StructuredOutputManager.grammar_bitmask.__wrapped__(manager, reqs, ids, drafts)
+        t2 = time.perf_counter_ns()
+        if rep:
+            native.append(t1 - t0)
+            loop.append(t2 - t1)
+    out = {"requests": requests, "d": d, "native": statistics.median(native) / 1000,
+           "loop": statistics.median(loop) / 1000}
+    print(f"  vLLM grammar_bitmask, {requests} requests, drafts of {d}: native {out['native']:.0f} us vs vLLM's "
+          f"loop {out['loop']:.0f} us ({out['loop'] / out['native']:.2f}x)", flush=True)
+    return out
+
+
 def _reference_apply(logits: np.ndarray, mask: np.ndarray) -> None:
     """The numpy path apply_bitmask took before the C++ one (unpack, boolean index)."""
     logits[~unpack_bitmask(mask, logits.shape[1])] = -np.inf
@@ -194,7 +255,7 @@ def bench_apply(repeats: int) -> list[dict]:
     return rows
 
 
-def report(drafts: list[dict], batch: dict, apply: list[dict]) -> str:
+def report(drafts: list[dict], batch: dict, apply: list[dict], vllm: dict | None = None) -> str:
     lines = ["# Drafts and CPU logit masking (benchmarks/bench_drafts.py)", "",
              "Llama 3 tokenizer; medians in microseconds; warm masks.", "",
              "| case | draft | fill_bitmask_draft | loop | speed-up | validate_tokens | loop | speed-up |",
@@ -204,6 +265,10 @@ def report(drafts: list[dict], batch: dict, apply: list[dict]) -> str:
                      f"| {r['validate']:.2f} | {r['validate_loop']:.2f} | {r['validate_loop'] / r['validate']:.2f}x |")
     lines += ["", f"Batch: {batch['requests']} drafts of {batch['d']} (JSON Schema): fill_bitmasks_draft "
               f"{batch['native']:.1f} us vs {batch['loop']:.1f} us of loops ({batch['loop'] / batch['native']:.2f}x).",
+              "" if vllm is None else
+              f"vLLM 0.33 grammar_bitmask, {vllm['requests']} requests with drafts of {vllm['d']} (JSON Schema): "
+              f"tokamata's native path {vllm['native']:.0f} us vs vLLM's per-token loop {vllm['loop']:.0f} us "
+              f"({vllm['loop'] / vllm['native']:.2f}x).",
               "", f"apply_bitmask, one row of {APPLY_COLUMNS:,} columns:", "",
               "| logits | C++ | reference | speed-up |", "|---|---|---|---|"]
     for r in apply:
@@ -226,9 +291,10 @@ def main(argv=None) -> int:
     print("drafts:", flush=True)
     drafts = bench_drafts(vocab, path, args.repeats)
     batch = bench_batch(vocab, path, args.repeats)
+    vllm = bench_vllm(path, args.repeats)
     print("apply_bitmask:", flush=True)
     apply = bench_apply(max(args.repeats * 10, 50))
-    text = report(drafts, batch, apply)
+    text = report(drafts, batch, apply, vllm)
     print(text)
     if args.write:
         with open(args.write, "w", encoding="utf-8") as f:

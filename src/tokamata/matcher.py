@@ -174,12 +174,12 @@ class Matcher:
         >>> m.validate_tokens([0, 1, 2]), m.validate_tokens([0, 0, 1]), m.num_consumed
         (3, 1, 0)
         """
-        if type(tokens) is not list or not all(type(t) is int for t in tokens):
-            tokens = _draft_ids(tokens, self.constraint.vocab_size).tolist()
+        ids = tokens if type(tokens) is list and all(type(t) is int for t in tokens) else \
+            _draft_ids(tokens, self.constraint.vocab_size).tolist()
         try:  # the core checks the range of every id first
-            return self._core.validate_draft(tokens)
+            return self._core.validate_draft(ids)
         except (TypeError, ValueError):
-            _draft_ids(tokens, self.constraint.vocab_size)  # raises the precise error
+            _draft_ids(ids, self.constraint.vocab_size)  # raises the precise error
             raise
 
     def fill_bitmask_draft(self, tokens: Iterable[int], bitmask, start_index: int = 0) -> int:
@@ -199,17 +199,17 @@ class Matcher:
         >>> bitmask[:, 0].tolist()
         [1, 2, 4, 4]
         """
-        if type(tokens) is not list or not all(type(t) is int for t in tokens):
-            tokens = _draft_ids(tokens, self.constraint.vocab_size).tolist()
+        ids = tokens if type(tokens) is list and all(type(t) is int for t in tokens) else \
+            _draft_ids(tokens, self.constraint.vocab_size).tolist()
         start = start_index if type(start_index) is int else _row_index(start_index)
         try:  # the core checks the ids' range, dtype, rank, contiguity, device, width and rows
-            return self._core.fill_draft(tokens, bitmask, start)
+            return self._core.fill_draft(ids, bitmask, start)
         except (TypeError, ValueError, IndexError):  # name what is wrong (nothing was written)
-            _draft_ids(tokens, self.constraint.vocab_size)
+            _draft_ids(ids, self.constraint.vocab_size)
             _row_index(start)
             check_bitmask(bitmask, self.constraint.vocab_size)
-            raise InvalidArgument(f"a draft of {len(tokens)} tokens from row {start} needs "
-                                  f"{start + len(tokens) + 1} bitmask rows, the bitmask has {len(bitmask)}") from None
+            raise InvalidArgument(f"a draft of {len(ids)} tokens from row {start} needs "
+                                  f"{start + len(ids) + 1} bitmask rows, the bitmask has {len(bitmask)}") from None
 
     def _bound(self, value: int | None, name: str) -> int:
         """``value`` (None: the limit) capped at ``Limits.max_forced_length``, or InvalidArgument."""

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..compile import recipe
 from ..constraint import Constraint, Recipe
-from ..errors import InvalidArgument, TokamataError, VocabularyError
+from ..errors import InvalidArgument, LimitExceeded, TokamataError, VocabularyError
 from ..matcher import fill_bitmasks_draft
 from ..vocab import Vocabulary
 
@@ -271,16 +271,17 @@ def fill_drafts(requests: list[RequestMatcher], drafts: list, bitmask, starts: l
     cuts = [r._cut(d) if r.live else ([], None) for r, d in zip(requests, drafts)]
     live = [i for i, r in enumerate(requests) if r.live]
     complete = np.zeros(len(bitmask), dtype=np.uint8)
+    written: list[int]
     try:
         written = fill_bitmasks_draft([requests[i].matcher for i in live], [cuts[i][0] for i in live], bitmask,
-                                      [starts[i] for i in live], accepting=complete)
-    except TokamataError:  # a limit in some draft: each on its own, to fail only that request
+                                      [starts[i] for i in live], accepting=complete).tolist()
+    except LimitExceeded:  # a limit in some draft: each on its own, to fail only that request
         written = []
         for i in live:
             try:
                 written.append(int(fill_bitmasks_draft([requests[i].matcher], [cuts[i][0]], bitmask, [starts[i]],
                                                        accepting=complete)[0]))
-            except TokamataError as error:
+            except LimitExceeded as error:
                 requests[i].error = error
                 written.append(0)
     rows = np.asarray(bitmask).view(np.uint32)
