@@ -15,7 +15,7 @@ SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine install clean
+.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine bench-drafts install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -105,6 +105,11 @@ bench-serving: $(BUILT) $(VOCABS) $(SERVING_BUILT)
 
 bench-engine: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_engine.py --write benchmarks/RESULTS_engine.md
+
+# drafts (fill_bitmask_draft vs the per-token loop), apply_bitmask on CPU logits, and vLLM's
+# grammar_bitmask native vs its own loop (the serving environment's Python has vLLM)
+bench-drafts: $(BUILT) $(VOCABS) $(SERVING_BUILT)
+	$(SERVING_PY) benchmarks/bench_drafts.py --write benchmarks/RESULTS_drafts.md
 
 bench-json-schema-full: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_json_schema.py --full --engines tokamata --write benchmarks/RESULTS_json_schema_full.md

@@ -241,6 +241,7 @@ def bench_apply(repeats: int) -> list[dict]:
     except ImportError:
         torch = None
     if torch is not None:
+        torch.set_num_threads(1)  # (the reference on one thread, as the C++ path; torch's pool crawls on a loaded box)
         tmask = torch.from_numpy(mask)
         for name in ("float32", "float16", "bfloat16", "float64"):
             src = torch.from_numpy(base).to(getattr(torch, name))

@@ -363,3 +363,52 @@ TEST(matcher_shared_constraint_across_threads) {
     }
   }
 }
+
+// Drafts (matcher_draft.cpp): fill_draft's rows equal fill after each consumed prefix, stop
+// after the refused token's row, and the matcher is where it was (checked by its position,
+// history and mask) for random drafts from random positions.
+TEST(matcher_drafts_equal_consume_fill_rollback) {
+  uint64_t seed = 7;
+  for (int trial = 0; trial < 300; ++trial) {
+    Fixture f = make_constraint(trial % 2 == 0);
+    MatcherCore m(f.constraint);
+    const uint32_t before = next_random(seed, 4);
+    for (uint32_t i = 0; i < before; ++i) m.consume(static_cast<int32_t>(next_random(seed, 10)));
+    std::vector<int32_t> draft(next_random(seed, 6));
+    for (int32_t& t : draft) t = static_cast<int32_t>(next_random(seed, kVocabSize));
+    CONTEXT("trial " << trial);
+    const std::vector<Configuration> here = m.position();
+    const size_t history = m.history_length();
+    const bool terminated = m.is_terminated();
+    const std::vector<int32_t> mask = filled(m);
+    // the oracle: consume, fill, ..., rollback
+    MatcherCore oracle(m);
+    std::vector<std::vector<int32_t>> rows = {filled(oracle)};
+    int32_t accepted = 0;
+    while (accepted < static_cast<int32_t>(draft.size()) && oracle.consume(draft[accepted]) == kAccepted) {
+      ++accepted;
+      rows.push_back(filled(oracle));
+    }
+    if (accepted < static_cast<int32_t>(draft.size())) CHECK(rows.size() == static_cast<size_t>(accepted) + 1);
+    const int64_t words = m.constraint().num_words();
+    std::vector<uint32_t> out((draft.size() + 2) * static_cast<size_t>(words), 0xA5A5A5A5u);
+    std::vector<uint8_t> accepting(draft.size() + 2, 9);
+    const int64_t written = m.fill_draft(draft.data(), static_cast<int64_t>(draft.size()), out.data(), words, words,
+                                         accepting.data());
+    CHECK_EQ(written, static_cast<int64_t>(rows.size()));
+    CHECK_EQ(m.validate_draft(draft.data(), static_cast<int64_t>(draft.size())), static_cast<int64_t>(accepted));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      CHECK_EQ(set_bits(std::vector<uint32_t>(out.begin() + static_cast<std::ptrdiff_t>(r * words),
+                                              out.begin() + static_cast<std::ptrdiff_t>((r + 1) * words))),
+               rows[r]);
+      const bool eos = std::find(rows[r].begin(), rows[r].end(), kEos[0]) != rows[r].end();
+      CHECK_EQ(accepting[r], eos ? 1 : 0);
+    }
+    for (size_t k = rows.size() * static_cast<size_t>(words); k < out.size(); ++k) CHECK_EQ(out[k], 0xA5A5A5A5u);
+    CHECK_EQ(accepting[rows.size()], 9);
+    CHECK(m.position() == here);
+    CHECK_EQ(m.history_length(), history);
+    CHECK_EQ(m.is_terminated(), terminated);
+    CHECK_EQ(filled(m), mask);
+  }
+}
