@@ -17,6 +17,12 @@ Invariants:
   in it (mapped back through the translation); an Unsupported's ``keyword`` is ``pattern`` or
   ``patternProperties``, its ``reason`` the construct.
 - Nothing here counts grammar symbols; regex sizes are bounded by ``Limits`` in the parser.
+- A pattern the library itself writes (declared with :func:`declare_library_pattern`: a fixed
+  text such as the ISO 8601 patterns of ``compile_type``, never user input) has its contents
+  built once per process in each spelling, like a format's (:func:`.formats.format_content`):
+  the same expressions for the same text, under the front end's own size limits rather than
+  the caller's. :func:`tokamata.clear_caches` keeps them (a few expressions, bounded by the
+  declared texts).
 """
 
 from __future__ import annotations
@@ -30,13 +36,16 @@ from ...limits import Limits
 from ...syntax import regex as ast
 from . import lexemes as lx
 
-__all__ = ["lower_json", "lower_chars", "char_regex", "pattern_content", "pattern_contents", "length_content", "ANY_CONTENT", "name_accepts"]
+__all__ = ["declare_library_pattern", "lower_json", "lower_chars", "char_regex", "pattern_content", "pattern_contents", "length_content", "ANY_CONTENT", "name_accepts"]
 
 ANY_CONTENT = d.repeat(lx.ANY_CHAR, 0, d.UNBOUNDED)
 _ECMA_SPACE = ("\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
                "\\u3000\\ufeff")
 _DOT = "[^\\n\\r\\u2028\\u2029]"
 _ASCII = "(?a)"  # translated patterns are parsed under it: ASCII \d and \w, as in ECMA-262
+_LIBRARY_LIMITS = Limits(max_regex_nodes=200_000, max_pattern_length=400_000)
+#: pattern texts the library writes -> their contents, by the spellings they were built in
+_LIBRARY: dict[str, dict[tuple[Callable[[cs.CharSet], d.Expr], ...], list[d.Expr]]] = {}
 
 
 def lower_json(node: ast.Node) -> d.Expr:
@@ -86,6 +95,30 @@ def pattern_contents(pattern: str, keyword: str, pointer: str | None, limits: Li
     """:func:`pattern_content` in each spelling of ``chars``, the pattern read once."""
     if not isinstance(pattern, str):
         raise SchemaError(f"{keyword} must be a string, got {pattern!r}", pointer=pointer)
+    built = _LIBRARY.get(pattern)
+    if built is not None:
+        key = tuple(chars)
+        found = built.get(key)
+        if found is None:
+            found = built[key] = _contents(pattern, keyword, pointer, _LIBRARY_LIMITS, key)
+        return list(found)
+    return _contents(pattern, keyword, pointer, limits, chars)
+
+
+def declare_library_pattern(pattern: str) -> None:
+    """Declare ``pattern`` a fixed text the library writes into schemas (never user input):
+    its contents are then built once per process (see the module docstring).
+
+    >>> declare_library_pattern("^[0-9]{4}$")
+    >>> a = pattern_content("^[0-9]{4}$", "pattern", None, Limits())
+    >>> a is pattern_content("^[0-9]{4}$", "pattern", None, Limits())
+    True
+    """
+    _LIBRARY.setdefault(pattern, {})
+
+
+def _contents(pattern: str, keyword: str, pointer: str | None, limits: Limits,
+              chars: Sequence[Callable[[cs.CharSet], d.Expr]]) -> list[d.Expr]:
     options: list[list[d.Expr]] = [[] for _ in chars]
     for text, offset, anchored_start, anchored_end in _split_top_level(pattern, 0):
         translated, sources = _translate(text, range(offset, offset + len(text) + 1), pattern, keyword, pointer)

@@ -26,9 +26,16 @@ from typing import Any
 
 from ...errors import Unsupported
 from .model import Bounds, Choice, FixedTuple, Mapping, Node, Record, Scalar, Sequence, Union
+from ..json_schema.strings import declare_library_pattern
 from .scalars import ISO_PATTERNS
 
 __all__ = ["to_schema"]
+
+#: the pattern of each ISO scalar kind, as written into schemas (their contents are built once
+#: per process by the JSON Schema front end, like a format's)
+_ISO_SCHEMA_PATTERNS = {kind: f"^{pattern}$" for kind, pattern in ISO_PATTERNS.items()}
+for _pattern in _ISO_SCHEMA_PATTERNS.values():
+    declare_library_pattern(_pattern)
 
 
 def to_schema(root: Node) -> dict:
@@ -109,7 +116,7 @@ class _Builder:
     def scalar(self, node: Scalar) -> dict:
         kind = node.kind
         if kind in ISO_PATTERNS:
-            return {"type": "string", "pattern": f"^{ISO_PATTERNS[kind]}$"}
+            return {"type": "string", "pattern": _ISO_SCHEMA_PATTERNS[kind]}
         base = {"int": "integer", "float": "number", "decimal": "number", "str": "string", "bool": "boolean",
                 "none": "null"}[kind]
         return {"type": base, **_bounds(node.bounds)}
@@ -154,7 +161,7 @@ def _generator() -> type:
 
     def pattern(kind: str):
         def method(self, schema):
-            return {"type": "string", "pattern": f"^{ISO_PATTERNS[kind]}$"}
+            return {"type": "string", "pattern": _ISO_SCHEMA_PATTERNS[kind]}
         return method
 
     def decimal_schema(self, schema):
