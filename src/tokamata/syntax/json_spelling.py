@@ -110,11 +110,17 @@ def natural_number(value: int | float | Decimal) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def natural_literal(text: str) -> d.Expr:
-    """The natural spelling of the JSON string ``text`` (quotes included), or
-    :data:`~tokamata.automata.derivatives.NOTHING` when ``text`` holds a lone surrogate."""
+def natural_literal(text: str, suffix: d.Expr = d.EPSILON) -> d.Expr:
+    """The natural spelling of the JSON string ``text`` (quotes included) followed by
+    ``suffix`` (an object key and its colon, say), or
+    :data:`~tokamata.automata.derivatives.NOTHING` when ``text`` holds a lone surrogate.
+    Built from the end, so each node of the chain is made once (appending ``suffix`` to the
+    built string would rebuild the whole chain)."""
     try:
         data = json.dumps(text, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return d.NOTHING
-    return d.concat_all(d.byte_set(1 << b) for b in data)
+    node = suffix
+    for b in reversed(data):
+        node = d.concat(d.byte_set(1 << b), node)
+    return node

@@ -224,7 +224,7 @@ class Emitter:
             members.append((name, conj, required, met))
         colon = layout.colon()
         if self.options.natural:
-            keys = {name: d.concat(natural_literal(name), colon) for name, _ in shape.declared}
+            keys = {name: natural_literal(name, colon) for name, _ in shape.declared}
         else:
             keys = {name: lx.string_literal_then(name, colon) for name, _ in shape.declared}
         regions = self._regions(shape, keys, colon)
