@@ -109,9 +109,9 @@ def declare_library_pattern(pattern: str) -> None:
     """Declare ``pattern`` a fixed text the library writes into schemas (never user input):
     its contents are then built once per process (see the module docstring).
 
-    >>> declare_library_pattern("^[0-9]{4}$")
-    >>> a = pattern_content("^[0-9]{4}$", "pattern", None, Limits())
-    >>> a is pattern_content("^[0-9]{4}$", "pattern", None, Limits())
+    >>> declare_library_pattern("^doctest [0-9]{4}$")
+    >>> a = pattern_content("^doctest [0-9]{4}$", "pattern", None, Limits())
+    >>> a is pattern_content("^doctest [0-9]{4}$", "pattern", None, Limits())
     True
     """
     _LIBRARY.setdefault(pattern, {})

@@ -10,7 +10,8 @@ Invariants:
   this module does, and compiled with ``strict=True`` (closed objects).
 - Scalars: ``int`` is ``integer``, ``float`` and ``Decimal`` are ``number``, ``datetime``,
   ``date``, ``time`` and ``UUID`` are strings with the full-match patterns of
-  :data:`.scalars.ISO_PATTERNS`; bounds become ``minimum``/``exclusiveMinimum``/...,
+  :data:`.scalars.ISO_PATTERNS` (declared as library patterns, so the JSON Schema front end
+  builds their contents once per process, like a format's); bounds become ``minimum``/``exclusiveMinimum``/...,
   ``multipleOf``, ``minLength``/``maxLength`` (code points), ``pattern`` (as given, search
   semantics). Lengths of collections are ``minItems``/``maxItems``/``minProperties``/
   ``maxProperties``; ``set`` and ``frozenset`` add ``uniqueItems`` (the JSON Schema compiler
