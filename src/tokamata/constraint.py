@@ -245,12 +245,13 @@ class Constraint:
             hint = " (encode it: prefix=text.encode())" if isinstance(prefix, str) else ""
             raise InvalidArgument(f"prefix must be bytes, got {type(prefix).__name__}{hint}")
         prefix = bytes(prefix)
-        core = _core.MatcherCore(self._core, prefix)
+        engine = _core.MatcherCore(self._core, prefix)
+        core: _core.MatcherCore | CanonicalCore = engine
         if self.canonical is not None:
             if prefix:
                 raise Unsupported("canonical prefix", "token healing (prefix=) with canonical=True is "
                                   "not supported yet")
-            core = CanonicalCore(core, self.canonical)
+            core = CanonicalCore(engine, self.canonical)
         return Matcher(self, core, prefix)
 
     def parse(self, text: str | bytes) -> Any:
