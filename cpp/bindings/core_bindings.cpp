@@ -108,6 +108,17 @@ void fill_one(MatcherCore& m, Bitmask bitmask, int64_t index) {
   m.fill(row, width);
 }
 
+// fill_one under a token budget (matcher_budget.cpp): always computes without the GIL
+void fill_one_budget(MatcherCore& m, Bitmask bitmask, int64_t index, int32_t budget, int64_t max_states) {
+  if (index < 0 || index >= static_cast<int64_t>(bitmask.shape(0))) throw nb::index_error("bitmask row index out of range");
+  if (static_cast<int64_t>(bitmask.shape(1)) < m.constraint().num_words()) throw nb::value_error("bitmask too narrow");
+  if (budget < 1) throw nb::value_error("a budget is at least 1 token");
+  uint32_t* row = reinterpret_cast<uint32_t*>(bitmask.data()) + index * bitmask.shape(1);
+  const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+  nb::gil_scoped_release release;
+  m.fill_budget(row, width, budget, max_states);
+}
+
 using Words = nb::ndarray<uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using Flags = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
@@ -524,6 +535,11 @@ NB_MODULE(_core, m) {
         new (self) MatcherCore(std::move(constraint), std::vector<uint8_t>(data, data + prefix.size()));
       }, "constraint"_a, "prefix"_a = nb::bytes(""))
       .def("fill_bitmask", &fill_one, "bitmask"_a.noconvert(), "index"_a)
+      .def("fill_bitmask_budget", &fill_one_budget, "bitmask"_a.noconvert(), "index"_a, "budget"_a, "max_states"_a)
+      .def("budget_needed", [](MatcherCore& m, int64_t max_states) {
+        nb::gil_scoped_release release;
+        return m.budget_needed(max_states);
+      }, "max_states"_a)
       .def("consume", [](MatcherCore& m, int32_t token) {
         const int32_t quick = m.consume_if_cached(token);
         if (quick >= 0) return quick;
@@ -625,4 +641,36 @@ NB_MODULE(_core, m) {
   m.def("fill_bitmasks_draft", &fill_drafts, "matchers"_a, "tokens"_a, "offsets"_a, "bitmask"_a.noconvert(), "starts"_a,
         "threads"_a = 1, "accepting"_a.noconvert() = nb::none());
   m.def("apply_bitmask", &apply_mask, "logits"_a.noconvert(), "bitmask"_a.noconvert());
+  // fill_bitmasks with a token budget per matcher (>= 1 each)
+  m.def("fill_bitmasks_budget", [](std::vector<MatcherCore*> matchers, Bitmask bitmask, I32Array indices, I32Array budgets,
+                                   int64_t max_states, int threads) {
+    if (indices.shape(0) != matchers.size() || budgets.shape(0) != matchers.size())
+      throw nb::value_error("one row index and one budget per matcher");
+    const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+    for (size_t i = 0; i < matchers.size(); ++i) {
+      if (indices.data()[i] < 0 || indices.data()[i] >= static_cast<int64_t>(bitmask.shape(0)))
+        throw nb::index_error("bitmask row index out of range");
+      if (!matchers[i]) throw nb::value_error("None is not a matcher");
+      if (width < matchers[i]->constraint().num_words()) throw nb::value_error("bitmask too narrow");
+      if (budgets.data()[i] < 1) throw nb::value_error("a budget is at least 1 token");
+    }
+    uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
+    const int32_t* rows = indices.data();
+    const int32_t* budget = budgets.data();
+    std::vector<size_t> order(matchers.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
+    std::vector<size_t> groups;
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
+    }
+    groups.push_back(order.size());
+    nb::gil_scoped_release release;
+    WorkerPool::instance().run(threads, groups.size() - 1, [&](size_t g) {
+      for (size_t k = groups[g]; k < groups[g + 1]; ++k) {
+        const size_t i = order[k];
+        matchers[i]->fill_budget(base + rows[i] * width, width, budget[i], max_states);
+      }
+    });
+  }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a, "budgets"_a, "max_states"_a, "threads"_a = 1);
 }

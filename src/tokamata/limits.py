@@ -75,6 +75,10 @@ class Limits:
     #: enumerating a language's tokenizations (every prefix counts, complete or not): an
     #: infinite language, or a finite one with more tokenizations, raises past it
     max_enumerated_sequences: int = 100_000
+    #: positions one token-budget search explores (``Matcher.fill_bitmask(..., max_tokens=n)``):
+    #: lexer states reachable from the position (regex constraints, exact distances), or
+    #: positions of the breadth-first search for a shortest completion (grammars)
+    max_budget_states: int = 10_000
     # vocabulary readers
     #: token ids a vocabulary may have (its largest id plus one, and its ``size``), checked
     #: before anything of that length is allocated

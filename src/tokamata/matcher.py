@@ -26,6 +26,13 @@ Invariants:
   written the rows up to and including that token's position (the mask it was refused
   under) and nothing after it; draft ids that are not in ``[0, vocab_size)`` (``-1``
   padding included) raise :class:`InvalidArgument` before anything is written.
+- ``fill_bitmask(..., max_tokens=n)`` (a token budget: n more tokens, EOS included) sets a
+  subset of the plain row: the tokens after which a sentence then EOS fit in n - 1 tokens,
+  and EOS when accepting. Exact for the regular strategy (lexer-state distances over the
+  token graph); for ``"earley"`` sound (every set token leaves a concrete completion that
+  fits) and non-empty when ``n >= budget_needed()``. The design and its proof are in
+  ``cpp/src/matcher_budget.cpp``; a budget below every completion gives an empty row. Budgets are not
+  combined with ``canonical=True`` (:class:`Unsupported`).
 - ``forced_tokens`` and ``forced_bytes`` change nothing (but caches), run without the GIL and
   return at most ``Limits.max_forced_length`` items: the run of only-allowed tokens (no EOS),
   and the bytes every continuation of the output begins with.
@@ -39,7 +46,7 @@ import numpy as np
 
 from . import _core
 from .bitmask import check_bitmask
-from .errors import InvalidArgument, TokamataError
+from .errors import InvalidArgument, TokamataError, Unsupported
 
 __all__ = ["Matcher", "fill_bitmasks", "fill_bitmasks_draft"]
 
@@ -63,14 +70,74 @@ class Matcher:
         #: the bytes the output must begin with (``Constraint.matcher(prefix=...)``)
         self.prefix = prefix
 
-    def fill_bitmask(self, bitmask, index: int = 0) -> None:
+    def fill_bitmask(self, bitmask, index: int = 0, *, max_tokens: int | None = None) -> None:
         """Write the allowed next tokens into row ``index`` of an int32 ``[B, ceil(V/32)]``
-        array (numpy, or a CPU torch tensor); bit ``t % 32`` of word ``t // 32`` is token t."""
+        array (numpy, or a CPU torch tensor); bit ``t % 32`` of word ``t // 32`` is token t.
+
+        With ``max_tokens=n`` (a token budget, n >= 1): only the tokens after which the
+        output can still be ended, a sentence then EOS, within the n tokens left, this one and
+        the EOS included; EOS when the output is complete. Pass ``max_new_tokens - generated``
+        at each step and the generation ends in a sentence within its cap. Exact for the
+        regular strategy; for ``"earley"`` sound (a set token always leaves a completion that
+        fits), and never empty when ``n >= budget_needed()``. A budget too small for any
+        completion gives an empty row (no bit set, not even EOS); see :meth:`budget_needed`.
+
+        >>> import tokamata, numpy as np
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
+        >>> m = tokamata.compile_regex("a+b", vocab).matcher()
+        >>> bitmask = np.zeros((1, 1), dtype=np.int32)
+        >>> m.fill_bitmask(bitmask, max_tokens=2)     # "ab" then EOS fits; "a" would need 3
+        >>> [t for t in range(4) if bitmask[0, 0] >> t & 1]
+        [2]
+        >>> m.fill_bitmask(bitmask, max_tokens=3)
+        >>> [t for t in range(4) if bitmask[0, 0] >> t & 1]
+        [0, 2]
+        """
+        if max_tokens is not None:
+            self._fill_budget(bitmask, index, max_tokens)
+            return
         try:  # the core checks dtype, rank, contiguity, device, width and index itself
             self._core.fill_bitmask(bitmask, index)
         except (TypeError, ValueError, IndexError):
             check_bitmask(bitmask, self.constraint.vocab_size)  # raises the precise error
             raise InvalidArgument(f"bitmask row index {index!r} out of range for batch {len(bitmask)}") from None
+
+    def _fill_budget(self, bitmask, index: int, max_tokens) -> None:
+        budget = _budget(max_tokens)
+        self._check_budget_phase()
+        try:
+            self._core.fill_bitmask_budget(bitmask, index, budget, self.constraint.limits.max_budget_states)
+        except (TypeError, ValueError, IndexError):
+            check_bitmask(bitmask, self.constraint.vocab_size)
+            raise InvalidArgument(f"bitmask row index {index!r} out of range for batch {len(bitmask)}") from None
+
+    def _check_budget_phase(self) -> None:
+        if self.constraint.canonical is not None:
+            raise Unsupported("token budgets with canonical=True", "the budget's completions are not checked "
+                              "for canonical tokenization")
+        if self.prefix and not self._core.is_terminated() and self._core.position()[0][0] == -1:
+            raise InvalidArgument("token budgets are not available while the healing prefix is pending: "
+                                  "fill without max_tokens until the prefix is consumed")
+
+    def budget_needed(self) -> int:
+        """The fewest tokens, EOS included, within which the output can be ended from here
+        (0 once terminated): exact for the regular strategy, an upper bound (a completion
+        that was found) for ``"earley"``. ``fill_bitmask(..., max_tokens=n)`` is never empty
+        for ``n >= budget_needed()``. Raises :class:`InvalidArgument` when no completion is
+        known (a byte the vocabulary cannot spell), :class:`LimitExceeded` past
+        ``Limits.max_budget_states``.
+
+        >>> import tokamata
+        >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
+        >>> m = tokamata.compile_regex("a+b", vocab).matcher()
+        >>> m.budget_needed()       # "ab", then EOS
+        2
+        """
+        self._check_budget_phase()
+        bound = self._core.budget_needed(self.constraint.limits.max_budget_states)
+        if bound == _NO_BOUND:
+            raise InvalidArgument("no completion of the output is known from here within the vocabulary")
+        return bound
 
     def allowed_tokens(self) -> np.ndarray:
         """Sorted int32 array of the token ids allowed next (EOS ids included when accepting)."""
@@ -246,10 +313,11 @@ class Matcher:
 
 
 def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] | None = None, *,
-                  threads: int = 1) -> None:
+                  threads: int = 1, max_tokens: Sequence[int] | None = None) -> None:
     """Fill row ``indices[i]`` (default ``i``) of ``bitmask`` for each matcher, in one call
     that releases the GIL for the whole batch; ``threads > 1`` spreads the matchers over that
-    many threads (a matcher listed twice is filled by one thread).
+    many threads (a matcher listed twice is filled by one thread). ``max_tokens``: one token
+    budget per matcher (as :meth:`Matcher.fill_bitmask` takes it).
 
     Example::
 
@@ -271,10 +339,25 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
         rows = _row_indices(indices)
         if rows.shape != (len(matchers),):
             raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {len(matchers)}")
+    budgets = None
+    if max_tokens is not None:
+        if isinstance(max_tokens, (str, bytes)) or not isinstance(max_tokens, Iterable):
+            raise InvalidArgument(f"max_tokens must be a sequence of ints, one per matcher, got "
+                                  f"{type(max_tokens).__name__}")
+        budgets = np.asarray([_budget(n) for n in max_tokens], dtype=np.int32)
+        if budgets.shape != (len(matchers),):
+            raise InvalidArgument(f"need one budget per matcher, got {budgets.shape[0]} for {len(matchers)}")
+        for m in matchers:
+            if isinstance(m, Matcher):
+                m._check_budget_phase()
     try:
         cores = [m._core for m in matchers]
-        # (a canonical matcher's engine row is filled in the batch, its filter row after it)
-        _core.fill_bitmasks([getattr(c, "core", c) for c in cores], bitmask, rows, int(threads))
+        engines = [getattr(c, "core", c) for c in cores]  # a canonical matcher's engine, filtered after
+        if budgets is None:
+            _core.fill_bitmasks(engines, bitmask, rows, int(threads))
+        else:
+            limit = min((m.constraint.limits.max_budget_states for m in matchers), default=1)
+            _core.fill_bitmasks_budget(engines, bitmask, rows, budgets, limit, int(threads))
         for c, row in zip(cores, rows.tolist()):
             if c is not getattr(c, "core", c):
                 c.filter_row(bitmask, row)
@@ -450,3 +533,14 @@ def _row_indices(indices) -> np.ndarray:
 
 
 _INT32_END = 2**31
+_NO_BOUND = 2**31 - 1  # (the core's kNoBound)
+
+
+def _budget(max_tokens) -> int:
+    """A token budget as an int in ``[1, 2**31 - 1)``, or InvalidArgument."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
+        raise InvalidArgument(f"max_tokens must be an int >= 1 or None, got {max_tokens!r}")
+    if not 1 <= max_tokens < _NO_BOUND:
+        raise InvalidArgument(f"max_tokens must be at least 1 (the EOS that ends the output counts), "
+                              f"got {int(max_tokens)}")
+    return int(max_tokens)

@@ -99,6 +99,8 @@ constexpr int32_t kPrefixPhase = -1;
 // next_byte(): no byte, several bytes.
 constexpr int32_t kNoByte = -1;
 constexpr int32_t kSeveralBytes = -2;
+// budget_bound(): no completion exists (or none was found).
+constexpr int32_t kNoBound = INT32_MAX;
 
 using MaskPtr = std::shared_ptr<const TokenRow>;
 
@@ -160,7 +162,29 @@ class ConstraintCore {
 
   size_t num_cached_masks() const;
 
+  // Token budgets (matcher_budget.cpp, which states the design): the tokens, EOS included,
+  // within which the output can be ended from the position (kNoBound: never), exact for
+  // kRegular and an upper bound for kEarley; and the row of the tokens allowed under a budget
+  // of `budget` tokens (budget >= 1). Both explore at most max_states positions per search
+  // (LimitError "max_budget_states" past it). Without the GIL.
+  int32_t budget_bound(const Configuration* position, size_t size, int64_t max_states);
+  MaskPtr budget_row(const Configuration* position, size_t size, int32_t budget, int64_t max_states);
+
  private:
+  struct BudgetEntry {
+    int32_t bound;  // tokens, EOS included
+    int32_t first;  // the first token of the witness that gives it (-1: EOS, or none kept)
+  };
+  struct BudgetProfile {
+    MaskPtr mask;                                        // the plain mask of the position
+    std::vector<std::pair<int32_t, TokenRow>> groups;    // tokens by the bound after them, ascending
+    int32_t covered_below = 0;  // every token of the mask is in a group whose bound is < this
+  };
+  // (under budget_mu_)
+  int32_t bound_locked(const std::vector<Configuration>& position, int64_t max_states);
+  void explore_regular(const std::vector<Configuration>& position, int64_t max_states);
+  void witness(const std::vector<Configuration>& position, int64_t max_states);
+  std::shared_ptr<const BudgetProfile> profile_locked(const std::vector<Configuration>& position, int64_t max_states);
   struct ConfigurationHash {
     size_t operator()(const Configuration& c) const {
       return (static_cast<size_t>(static_cast<uint32_t>(c.parser)) * 0x9E3779B97F4A7C15ull) ^
@@ -210,6 +234,14 @@ class ConstraintCore {
   std::unordered_map<Configuration, bool, ConfigurationHash> accepting_;
   // the lexer's byte classes: bytes in each, and the first one
   std::vector<int32_t> class_size_, class_byte_;
+  // token budgets: bounds per position (never evicted: positions are bounded by the lexer's
+  // and the parser's limits), profiles per position (first in first out), and per lexer
+  // class the byte witnesses use (a single-byte token where one exists)
+  std::mutex budget_mu_;
+  std::unordered_map<std::vector<Configuration>, BudgetEntry, PositionHash> bounds_;
+  std::unordered_map<std::vector<Configuration>, std::shared_ptr<const BudgetProfile>, PositionHash> profiles_;
+  std::deque<std::vector<Configuration>> profile_order_;
+  std::vector<int32_t> witness_byte_;
 };
 
 class MatcherCore {
@@ -255,6 +287,11 @@ class MatcherCore {
   // How many of tokens[0, n) consume() accepts in order; the position is unchanged.
   // Without the GIL.
   int64_t validate_draft(const int32_t* tokens, int64_t n);
+  // fill() under a budget of `budget` >= 1 tokens, EOS included (ConstraintCore::budget_row;
+  // a terminated matcher sets only EOS), and the bound of the current position (0 when
+  // terminated). Not in the prefix phase (std::domain_error). Without the GIL.
+  void fill_budget(uint32_t* out, int64_t num_words, int32_t budget, int64_t max_states);
+  int32_t budget_needed(int64_t max_states);
 
  private:
   const MaskPtr& current_mask();
