@@ -52,6 +52,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <unordered_map>
 #include <stdexcept>
 
 #include "tokamata/matcher_core.hpp"
@@ -81,6 +82,11 @@ void set_bit(std::vector<uint32_t>& bits, int32_t t) { bits[static_cast<size_t>(
 
 int32_t plus_one(int32_t b) { return b == kNoBound ? kNoBound : b + 1; }
 }  // namespace
+
+int32_t ConstraintCore::regular_step(int32_t state, int32_t token) {
+  const int32_t next = lexer_->advance(state, token);  // (the row of `state` allows `token`)
+  return next == kUnknown ? lexer_->advance_expanding(state, token) : next;
+}
 
 int32_t ConstraintCore::budget_bound(const Configuration* position, size_t size, int64_t max_states) {
   std::lock_guard<std::mutex> guard(budget_mu_);
@@ -118,8 +124,7 @@ void ConstraintCore::explore_regular(const std::vector<Configuration>& start, in
     std::vector<int32_t> out;
     std::unordered_map<int32_t, int32_t> seen;  // end lexer state -> entry in out
     for_each_bit(*row, [&](int32_t t) {
-      advance(&c, 1, t, next);
-      if (next.empty()) return;
+      next.assign(1, Configuration{0, regular_step(c.lexer, t), 0});
       if (seen.count(next[0].lexer)) return;
       int32_t entry;
       auto known = bounds_.find(next);
@@ -171,8 +176,8 @@ void ConstraintCore::explore_regular(const std::vector<Configuration>& start, in
 }
 
 void ConstraintCore::witness(const std::vector<Configuration>& start, int64_t max_states) {
-  const TokenTrie& trie = lexer_->trie();
   if (witness_byte_.empty()) {  // per class: a byte with a one-byte token, printable first
+    const TokenTrie& trie = lexer_->trie();
     witness_byte_.assign(class_size_.size(), -1);
     const uint8_t* class_map = lexer_->dfa().class_map();
     auto single = [&](int b) {
@@ -189,6 +194,88 @@ void ConstraintCore::witness(const std::vector<Configuration>& start, int64_t ma
       }
     }
   }
+  std::vector<int32_t> steps;
+  if (plan_completion(start, max_states, steps) && record_witness(start, steps)) return;
+  steps.clear();
+  if (search_completion(start, max_states, steps)) record_witness(start, steps);
+}
+
+bool ConstraintCore::plan_completion(const std::vector<Configuration>& start, int64_t max_states,
+                                     std::vector<int32_t>& best) {
+  if (!grammar_) return false;
+  std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+  LazyDfa& dfa = lexer_->dfa();
+  // the shortest bytes from lexer state `from` to a state where `fits(terminal)` ends a lexeme
+  auto lexeme = [&](int32_t from, const std::function<int32_t(int32_t)>& fits, std::vector<int32_t>& bytes) -> int32_t {
+    struct Node {
+      int32_t state, parent, byte;
+    };
+    std::vector<Node> nodes{Node{from, -1, -1}};
+    std::unordered_map<int32_t, int32_t> seen{{from, 0}};
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (int32_t terminal : grammar_->ends_of(nodes[i].state)) {
+        const int32_t after = fits(terminal);
+        if (after < 0) continue;
+        std::vector<int32_t> path;
+        for (int32_t k = static_cast<int32_t>(i); nodes[static_cast<size_t>(k)].parent >= 0; k = nodes[static_cast<size_t>(k)].parent)
+          path.push_back(nodes[static_cast<size_t>(k)].byte);
+        bytes.insert(bytes.end(), path.rbegin(), path.rend());
+        return after;
+      }
+      for (int32_t byte : witness_byte_) {
+        const int32_t to = dfa.step(nodes[i].state, static_cast<uint8_t>(byte));
+        if (to == kDead || seen.count(to)) continue;
+        if (static_cast<int64_t>(nodes.size()) >= max_states) return -1;
+        seen.emplace(to, static_cast<int32_t>(nodes.size()));
+        nodes.push_back(Node{to, static_cast<int32_t>(i), byte});
+      }
+    }
+    return -1;
+  };
+  bool found = false;
+  std::vector<int32_t> terminals, steps;
+  for (const Configuration& c : start) {
+    steps.clear();
+    int32_t parser = c.parser;
+    if (!c.fresh && c.lexer != kDead) {  // finish the lexeme in progress as a terminal the parser takes
+      parser = lexeme(c.lexer, [&](int32_t t) { return grammar_->after_lexeme(c.parser, t); }, steps);
+      if (parser < 0) continue;
+    }
+    terminals.clear();
+    if (!grammar_->parser().shortest_completion(parser, max_states, terminals)) continue;
+    bool ok = true;
+    for (int32_t terminal : terminals) {
+      const int32_t set = set_of_terminal_[static_cast<size_t>(terminal)];
+      if (set >= 0) {  // a token-set terminal: one of its tokens
+        const TokenRow& row = token_sets_[static_cast<size_t>(set)].second;
+        int32_t token = -1;
+        for (size_t w = 0; w < row.bits.size() && token < 0; ++w) {
+          if (row.bits[w]) token = static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(row.bits[w])));
+        }
+        parser = token < 0 ? -1 : grammar_->parser().scan(parser, terminal);
+        steps.push_back(256 + token);
+      } else {
+        const int32_t from = grammar_->start_of(parser);
+        const int32_t here = parser;
+        parser = from == kDead ? -1 : lexeme(from, [&](int32_t t) {
+          return t == terminal ? grammar_->after_lexeme(here, t) : -1;
+        }, steps);
+      }
+      if (parser < 0) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && (!found || steps.size() < best.size())) {
+      best = steps;
+      found = true;
+    }
+  }
+  return found;
+}
+
+bool ConstraintCore::search_completion(const std::vector<Configuration>& start, int64_t max_states,
+                                       std::vector<int32_t>& steps) {
   // breadth-first over bytes (and token-set tokens) to the first accepting position
   struct Node {
     std::vector<Configuration> position;
@@ -229,14 +316,19 @@ void ConstraintCore::witness(const std::vector<Configuration>& start, int64_t ma
       }
     }
   }
-  if (goal < 0) return;
-  std::vector<int32_t> steps;
+  if (goal < 0) return false;
   for (int32_t i = goal; nodes[static_cast<size_t>(i)].parent >= 0; i = nodes[static_cast<size_t>(i)].parent)
     steps.push_back(nodes[static_cast<size_t>(i)].step);
   std::reverse(steps.begin(), steps.end());
+  return true;
+}
+
+bool ConstraintCore::record_witness(const std::vector<Configuration>& start, const std::vector<int32_t>& steps) {
   // tokenized greedily, each token advanced as consume does
+  const TokenTrie& trie = lexer_->trie();
   std::vector<std::vector<Configuration>> positions{start};
   std::vector<int32_t> tokens;
+  std::vector<Configuration> next;
   for (size_t i = 0; i < steps.size();) {
     int32_t token = -1;
     size_t length = 1;
@@ -254,21 +346,22 @@ void ConstraintCore::witness(const std::vector<Configuration>& start, int64_t ma
           length = j - i + 1;
         }
       }
-      if (token < 0) return;  // a byte no token spells: no witness from here
+      if (token < 0) return false;  // a byte no token spells
     }
     advance(positions.back().data(), positions.back().size(), token, next);
-    if (next.empty()) return;
+    if (next.empty()) return false;
     positions.push_back(next);
     tokens.push_back(token);
     i += length;
   }
-  if (!accepting(positions.back().data(), positions.back().size())) return;
+  if (!accepting(positions.back().data(), positions.back().size())) return false;
   const int32_t k = static_cast<int32_t>(tokens.size());
   for (int32_t i = 0; i <= k; ++i) {
     const BudgetEntry entry{k - i + 1, i < k ? tokens[static_cast<size_t>(i)] : -1};
     auto [at, added] = bounds_.emplace(positions[static_cast<size_t>(i)], entry);
     if (!added && entry.bound < at->second.bound) at->second = entry;
   }
+  return true;
 }
 
 std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_locked(
@@ -283,18 +376,28 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
   bool all = true;
   int32_t highest = 0;
   bound_locked(position, max_states);  // (kEarley: the witness from here first, so its suffix bounds are in)
+  std::unordered_map<int32_t, int32_t> local_states;  // kRegular: end lexer state -> bound
   for_each_bit(*profile->mask, [&](int32_t t) {
-    advance(position.data(), position.size(), t, next);
-    if (next.empty()) {  // (an EOS id a token-set terminal also spells, read as the end)
-      return;
-    }
-    auto it = local.find(next);
     int32_t b;
-    if (it != local.end()) {
-      b = it->second;
+    if (!grammar_) {  // one lexer advance per token, the bounds by end state
+      const int32_t state = regular_step(position[0].lexer, t);
+      auto it = local_states.find(state);
+      if (it != local_states.end()) {
+        b = it->second;
+      } else {
+        b = bound_locked(std::vector<Configuration>{Configuration{0, state, 0}}, max_states);
+        local_states.emplace(state, b);
+      }
     } else {
-      b = bound_locked(next, max_states);
-      local.emplace(next, b);
+      advance(position.data(), position.size(), t, next);
+      if (next.empty()) return;  // (an EOS id a token-set terminal also spells, read as the end)
+      auto it = local.find(next);
+      if (it != local.end()) {
+        b = it->second;
+      } else {
+        b = bound_locked(next, max_states);
+        local.emplace(next, b);
+      }
     }
     if (b == kNoBound) {
       all = false;

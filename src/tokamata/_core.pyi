@@ -183,6 +183,10 @@ class MatcherCore:
     def __init__(self, constraint: ConstraintCore, prefix: bytes = b"") -> None:
         """``prefix``: bytes the output must begin with (a prefix phase; token healing)."""
     def fill_bitmask(self, bitmask: Any, index: int) -> None: ...
+    def fill_bitmask_budget(self, bitmask: Any, index: int, budget: int, max_states: int) -> None:
+        """The row under a budget of ``budget`` >= 1 tokens, EOS included (without the GIL)."""
+    def budget_needed(self, max_states: int) -> int:
+        """Tokens (EOS included) within which the output can end; 0 terminated, 2**31 - 1 none known."""
     def consume(self, token: int) -> int:
         """0 accepted, 1 refused, 2 id out of range."""
     def consume_many(self, tokens: npt.NDArray[np.int32]) -> tuple[int, int]:
@@ -223,3 +227,6 @@ def fill_bitmasks_draft(matchers: Sequence[MatcherCore], tokens: npt.NDArray[np.
 def apply_bitmask(logits: Any, bitmask: Any) -> None:
     """``logits[r, j] = -inf`` where bit j of ``bitmask`` row r is clear (float32/64, float16,
     bfloat16; contiguous columns), without the GIL."""
+def fill_bitmasks_budget(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32],
+                         budgets: npt.NDArray[np.int32], max_states: int, threads: int = 1) -> None:
+    """fill_bitmasks with one token budget (>= 1) per matcher."""

@@ -74,6 +74,11 @@ class EarleyCore {
   std::vector<int32_t> allowed(int32_t handle) const;
   std::vector<int32_t> allowed_by_id(int32_t id) const;
   int32_t num_sets() const;
+  // Appends to `out` a continuation of fewest terminals from set `handle` to an accepting set
+  // (minimal derivations of the rest of one of its items, then of each parent item's rest up
+  // to the start item; earley_completion.cpp). Returns false, `out` unspecified, when none is
+  // found within max_length terminals. Token budgets use it for their witnesses.
+  bool shortest_completion(int32_t handle, int64_t max_length, std::vector<int32_t>& out);
 
  private:
   struct Item {
@@ -112,6 +117,9 @@ class EarleyCore {
   std::unordered_map<std::string, const Predicted*> predicted_by_roots_;
   std::unordered_map<std::string, std::unique_ptr<Predicted>> predicted_;
   std::vector<std::vector<int32_t>> allowed_sets_;
+  // minimal derivations (earley_completion.cpp): per nonterminal, the fewest terminals it
+  // derives (INT32_MAX: none) and the first position of a rule that derives them
+  std::vector<int32_t> min_cost_, min_rule_;
   std::unordered_map<std::string, int32_t> allowed_ids_;
   // scratch of one closure: an open-addressing set of item keys, stale by epoch
   std::vector<std::pair<uint64_t, int64_t>> seen_;

@@ -183,7 +183,14 @@ class ConstraintCore {
   // (under budget_mu_)
   int32_t bound_locked(const std::vector<Configuration>& position, int64_t max_states);
   void explore_regular(const std::vector<Configuration>& position, int64_t max_states);
+  int32_t regular_step(int32_t state, int32_t token);  // kRegular: the state after an allowed token
   void witness(const std::vector<Configuration>& position, int64_t max_states);
+  // a completion (bytes, and 256 + id for token-set tokens) from minimal derivations
+  bool plan_completion(const std::vector<Configuration>& position, int64_t max_states, std::vector<int32_t>& steps);
+  // the same by breadth-first search over bytes
+  bool search_completion(const std::vector<Configuration>& position, int64_t max_states, std::vector<int32_t>& steps);
+  // tokenizes a completion, checks it and records the bounds along it
+  bool record_witness(const std::vector<Configuration>& position, const std::vector<int32_t>& steps);
   std::shared_ptr<const BudgetProfile> profile_locked(const std::vector<Configuration>& position, int64_t max_states);
   struct ConfigurationHash {
     size_t operator()(const Configuration& c) const {
