@@ -124,3 +124,38 @@ def test_foreign_token_is_an_error(llm, constraints, vocab):
     bad = llm.tokenize(b"Maybe", add_bos=False)[0]
     with pytest.raises(InvalidArgument, match="not allowed"):
         proc.sync(prompt + [bad])
+
+
+# ------------------------------------------------------------------ token budgets (issue 21)
+
+BUDGET_SCHEMA = ('{"type": "object", "properties": {"name": {"type": "string"}, "city": {"type": "string"}, '
+                 '"age": {"type": "integer"}}, "required": ["name", "city", "age"]}')
+
+
+@pytest.mark.parametrize("max_tokens", [14, 20])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_budget_keeps_json_complete_at_max_tokens(llm, vocab, max_tokens, seed):
+    """Sampled hot, a JSON object with three required keys rarely closes within 14-20 tokens
+    by itself; with the budget (generate's default) it always does, and budget=False shows
+    the cut-off the budget prevents (at least once over the cases)."""
+    import json
+
+    constraint = tokamata.compile_json_schema(BUDGET_SCHEMA, vocab)
+    prompt = "A person as JSON with a long name:\n"
+    result = generate(llm, constraint, prompt, max_tokens=max_tokens, temperature=2.0, seed=seed)
+    assert result.finished and len(result.token_ids) <= max_tokens
+    value = json.loads(result.text)
+    assert {"name", "city", "age"} <= set(value), result.text
+
+
+def test_budget_off_may_cut_json(llm, vocab):
+    constraint = tokamata.compile_json_schema(BUDGET_SCHEMA, vocab)
+    cut = [generate(llm, constraint, "A person as JSON with a long name:\n", max_tokens=14, temperature=2.0,
+                    seed=seed, budget=False) for seed in (1, 2, 3)]
+    assert any(not r.finished for r in cut), [r.text for r in cut]
+
+
+def test_budget_too_small_is_an_error(llm, constraints):
+    regex = CASES[4][1]  # a phone number: more than 3 tokens
+    with pytest.raises(InvalidArgument, match="too small"):
+        generate(llm, constraints[regex], CASES[4][0], max_tokens=2)

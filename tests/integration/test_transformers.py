@@ -232,3 +232,43 @@ def test_import_tokamata_does_not_import_torch():
     code = "import sys, tokamata; print('torch' in sys.modules, 'transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+# ------------------------------------------------------------------ token budgets (issue 21)
+
+LONG = r"[a-z]{3,}( [a-z]+)*\."
+SCHEMA = ('{"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array", '
+          '"items": {"type": "string"}}}, "required": ["name", "tags"]}')
+
+
+@pytest.mark.parametrize("max_new_tokens", [8, 12, 20])
+def test_budget_mode_ends_every_row_within_max_new_tokens(model, vocab, compiled, max_new_tokens):
+    """With random weights most rows would run to the cap mid-sentence; under the budget every
+    row ends with EOS after a complete output (the regex fully matched; the JSON parsed and
+    holding its required keys) within max_new_tokens."""
+    import json
+
+    torch.manual_seed(7)
+    schema = tokamata.compile_json_schema(SCHEMA, vocab)
+    ids, mask = _batch([4, 6, 5, 3], seed=3)
+    proc = TokamataLogitsProcessor([compiled(LONG), compiled(LONG), schema, schema], max_new_tokens=max_new_tokens)
+    out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=True,
+                         top_k=0, temperature=1.0, logits_processor=LogitsProcessorList([proc]))
+    assert out.shape[1] - ids.shape[1] <= max_new_tokens
+    texts = _texts(out, ids.shape[1], vocab)
+    for text, ended in texts[:2]:
+        assert ended and re.fullmatch(LONG, text), text
+    for text, ended in texts[2:]:
+        assert ended, text
+        value = json.loads(text)
+        assert {"name", "tags"} <= set(value), text
+
+
+def test_budget_mode_refuses_a_budget_below_every_output(model, vocab, compiled):
+    ids, mask = _batch([4], seed=4)
+    proc = TokamataLogitsProcessor(compiled(DATE), max_new_tokens=3)  # a date takes at least 4 tokens
+    with pytest.raises(InvalidArgument, match="too small"):
+        model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=3, do_sample=False,
+                       logits_processor=LogitsProcessorList([proc]))
+    with pytest.raises(InvalidArgument, match="max_new_tokens"):
+        TokamataLogitsProcessor(compiled(DATE), max_new_tokens=0)

@@ -99,9 +99,21 @@ class LlamaLogitsProcessor:
     token it removed. ``prompt_length`` defaults to the length of the first call's input_ids.
     A Python type may stand for the constraint: it is compiled with
     :func:`tokamata.compile_type` over ``vocab`` (see :func:`vocabulary`).
+
+    ``max_new_tokens`` (the budget mode): the tokens this generation may still take, EOS
+    included, are ``max_new_tokens`` less those generated so far, and only tokens after which
+    a complete output and its EOS fit are allowed (:meth:`tokamata.Matcher.fill_bitmask`'s
+    ``max_tokens``). With llama-cpp-python's own ``max_tokens=n`` (which does not count the
+    EOS it stops on), pass ``max_new_tokens=n + 1``: the output is complete at the cap.
     """
 
-    def __init__(self, constraint, prompt_length: int | None = None, *, vocab=None, syntax: str = "json"):
+    def __init__(self, constraint, prompt_length: int | None = None, *, vocab=None, syntax: str = "json",
+                 max_new_tokens: int | None = None):
+        if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
+                                           or max_new_tokens < 1):
+            raise InvalidArgument(f"max_new_tokens must be an int >= 1 or None, not {max_new_tokens!r}")
+        #: the generation's token budget, EOS included (None: plain masks)
+        self.max_new_tokens = max_new_tokens
         constraint = resolve_constraint(constraint, vocab, syntax)
         self.constraint = constraint
         self.vocab = constraint.vocab
@@ -133,7 +145,17 @@ class LlamaLogitsProcessor:
         self._pending = self._worker.submit(self._fill_at, version)
 
     def _fill_at(self, version: int) -> None:
-        self.matcher.fill_bitmask(self._bitmask, 0)
+        if self.max_new_tokens is None:
+            self.matcher.fill_bitmask(self._bitmask, 0)
+        else:
+            left = self.max_new_tokens - len(self.tokens)
+            if left < 1:
+                raise InvalidArgument(f"token {len(self.tokens) + 1} asked for, past max_new_tokens="
+                                      f"{self.max_new_tokens} (EOS included)")
+            self.matcher.fill_bitmask(self._bitmask, 0, max_tokens=left)
+            if not self.tokens and not self._bitmask[0].any():
+                raise InvalidArgument(f"max_new_tokens={self.max_new_tokens} is too small for any output of the "
+                                      f"constraint (it needs {self.matcher.budget_needed()} tokens, EOS included)")
         self._filled = version
 
     def _join(self) -> None:
@@ -290,6 +312,7 @@ def generate(
     *,
     seed: int | None = None,
     add_bos: bool = True,
+    budget: bool = True,
 ) -> GenerationResult:
     """Generate with ``llm`` under ``constraint`` (``None``: unconstrained, same loop; a Python
     type is compiled with :func:`tokamata.compile_type` over ``llm``'s vocabulary, and
@@ -300,6 +323,12 @@ def generate(
     temperature. Stops on an end-of-generation token, after ``max_tokens`` tokens, or, under a
     constraint, as soon as the constraint allows nothing but EOS (no model call is spent on it).
     Unpack as ``text, token_ids = generate(...)`` or use the :class:`GenerationResult` fields.
+
+    ``budget`` (default, under a constraint): masks with a token budget, so that the output is
+    a complete sentence of the constraint within ``max_tokens`` tokens (the EOS that would
+    follow is not counted: ``finished`` is then true at the cap too); ``budget=False`` masks
+    plainly and may stop mid-sentence at ``max_tokens``. ``max_tokens`` too small for any
+    output raises :class:`InvalidArgument`.
     """
     llama_cpp = _require_llama_cpp()
     if isinstance(prompt, str):
@@ -314,8 +343,11 @@ def generate(
     kwargs = {}
     if constraint is not None:
         processor = LlamaLogitsProcessor(constraint, prompt_length=len(prompt_ids),
-                                         vocab=None if isinstance(constraint, Constraint) else vocabulary(llm))
+                                         vocab=None if isinstance(constraint, Constraint) else vocabulary(llm),
+                                         max_new_tokens=max_tokens + 1 if budget else None)
         constraint = processor.constraint
+        if budget:  # (an error inside llama.cpp's sampler callback would only be printed)
+            processor.row()  # raises InvalidArgument when no output fits
         kwargs["logits_processor"] = llama_cpp.LogitsProcessorList([processor])
         eos = frozenset(processor._eos)
         token_bytes = constraint.vocab.token_bytes
@@ -346,6 +378,8 @@ def generate(
                     finished = True
                     break
             if len(out) >= max_tokens:
+                # (under a budget the output is complete here: only EOS would fit)
+                finished = processor is not None and budget and processor.matcher.is_accepting()
                 break
             if processor is not None:
                 processor.prefetch()  # the next mask, while llama.cpp evaluates this token

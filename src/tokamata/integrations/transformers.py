@@ -91,11 +91,24 @@ class TokamataLogitsProcessor(LogitsProcessor):
     ``input_ids``. A Python type (a dataclass, a pydantic model, ...) may stand for a
     constraint: it is compiled with :func:`tokamata.compile_type` over ``vocab`` (JSON, or
     ``syntax="python"``), and ``processor.constraint.parse(text)`` gives the instance back.
+
+    ``max_new_tokens`` (the budget mode; pass the same value as ``generate``'s): every row is
+    masked with a token budget (:meth:`tokamata.Matcher.fill_bitmask` with ``max_tokens`` =
+    ``max_new_tokens`` less the columns generated so far), so each row ends with EOS after a
+    complete output within ``max_new_tokens`` tokens (JSON closed, required keys present)
+    instead of being cut off. A budget too small for any completion raises
+    :class:`InvalidArgument` at the first step.
     """
 
-    def __init__(self, constraint, prompt_length: int | None = None, *, vocab=None, syntax: str = "json"):
+    def __init__(self, constraint, prompt_length: int | None = None, *, vocab=None, syntax: str = "json",
+                 max_new_tokens: int | None = None):
         if prompt_length is not None and (not isinstance(prompt_length, int) or prompt_length < 0):
             raise InvalidArgument(f"prompt_length must be a non-negative int or None, not {prompt_length!r}")
+        if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
+                                           or max_new_tokens < 1):
+            raise InvalidArgument(f"max_new_tokens must be an int >= 1 or None, not {max_new_tokens!r}")
+        #: the token budget of every row (None: plain masks)
+        self.max_new_tokens = max_new_tokens
         constraints = list(constraint) if isinstance(constraint, (list, tuple)) else [constraint]
         constraints = [resolve_constraint(c, vocab, syntax) for c in constraints]
         if not constraints:
@@ -145,11 +158,25 @@ class TokamataLogitsProcessor(LogitsProcessor):
         if self._bitmask is None or self._bitmask.shape[0] != batch:
             self._bitmask = np.zeros((batch, (self.vocab_size + 31) // 32), dtype=np.int32)
         bitmask = self._bitmask
+        left = None
+        if self.max_new_tokens is not None:
+            assert self.prompt_length is not None  # (set by _sync)
+            left = self.max_new_tokens - (input_ids.shape[1] - self.prompt_length)
+            if left < 1:
+                raise InvalidArgument(f"generate asks for token {input_ids.shape[1] - self.prompt_length + 1} but "
+                                      f"the processor's max_new_tokens is {self.max_new_tokens}: pass it the "
+                                      f"same max_new_tokens as generate")
         for b, row in enumerate(self._rows):
             if row.done:
                 bitmask[b] = self._eos_only
-            else:
+            elif left is None:
                 row.matcher.fill_bitmask(bitmask, b)
+            else:
+                row.matcher.fill_bitmask(bitmask, b, max_tokens=left)
+                if not row.tokens and not bitmask[b].any():
+                    raise InvalidArgument(f"max_new_tokens={self.max_new_tokens} is too small for any output of "
+                                          f"the constraint (it needs {row.matcher.budget_needed()} tokens, EOS "
+                                          f"included)")
         return cast("torch.FloatTensor", _apply(scores, bitmask))  # (a FloatTensor in, the same out)
 
     # -- state tracking ------------------------------------------------------------------------
