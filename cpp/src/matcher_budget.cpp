@@ -193,14 +193,21 @@ void ConstraintCore::witness(const std::vector<Configuration>& start, int64_t ma
         if ((pass == 0 && printable && single(b)) || (pass == 1 && single(b)) || pass == 2) chosen = b;
       }
     }
+    witness_single_.clear();
+    for (int32_t b : witness_byte_) witness_single_.push_back(single(b) ? 1 : 0);
   }
-  std::vector<int32_t> steps;
-  if (plan_completion(start, max_states, steps) && record_witness(start, steps)) return;
-  steps.clear();
-  if (search_completion(start, max_states, steps)) record_witness(start, steps);
+  // bytes that are tokens by themselves first (a toy vocabulary may lack "0"), then any
+  for (int only_single = 1; only_single >= 0; --only_single) {
+    std::vector<int32_t> steps;
+    if (plan_completion(start, max_states, only_single != 0, steps) && record_witness(start, steps)) return;
+  }
+  for (int only_single = 1; only_single >= 0; --only_single) {
+    std::vector<int32_t> steps;
+    if (search_completion(start, max_states, only_single != 0, steps) && record_witness(start, steps)) return;
+  }
 }
 
-bool ConstraintCore::plan_completion(const std::vector<Configuration>& start, int64_t max_states,
+bool ConstraintCore::plan_completion(const std::vector<Configuration>& start, int64_t max_states, bool only_single,
                                      std::vector<int32_t>& best) {
   if (!grammar_) return false;
   std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
@@ -222,7 +229,9 @@ bool ConstraintCore::plan_completion(const std::vector<Configuration>& start, in
         bytes.insert(bytes.end(), path.rbegin(), path.rend());
         return after;
       }
-      for (int32_t byte : witness_byte_) {
+      for (size_t cls = 0; cls < witness_byte_.size(); ++cls) {
+        if (only_single && !witness_single_[cls]) continue;
+        const int32_t byte = witness_byte_[cls];
         const int32_t to = dfa.step(nodes[i].state, static_cast<uint8_t>(byte));
         if (to == kDead || seen.count(to)) continue;
         if (static_cast<int64_t>(nodes.size()) >= max_states) return -1;
@@ -274,7 +283,7 @@ bool ConstraintCore::plan_completion(const std::vector<Configuration>& start, in
   return found;
 }
 
-bool ConstraintCore::search_completion(const std::vector<Configuration>& start, int64_t max_states,
+bool ConstraintCore::search_completion(const std::vector<Configuration>& start, int64_t max_states, bool only_single,
                                        std::vector<int32_t>& steps) {
   // breadth-first over bytes (and token-set tokens) to the first accepting position
   struct Node {
@@ -299,10 +308,11 @@ bool ConstraintCore::search_completion(const std::vector<Configuration>& start, 
       goal = static_cast<int32_t>(i);
       break;
     }
-    for (int32_t byte : witness_byte_) {
-      const uint8_t b = static_cast<uint8_t>(byte);
+    for (size_t cls = 0; cls < witness_byte_.size(); ++cls) {
+      if (only_single && !witness_single_[cls]) continue;
+      const uint8_t b = static_cast<uint8_t>(witness_byte_[cls]);
       advance_bytes(here.data(), here.size(), &b, 1, next);
-      visit(i, byte);
+      visit(i, witness_byte_[cls]);
     }
     if (!token_sets_.empty() && special_allowed(here.data(), here.size())) {
       for (const auto& [terminal, row] : token_sets_) {

@@ -186,9 +186,12 @@ class ConstraintCore {
   int32_t regular_step(int32_t state, int32_t token);  // kRegular: the state after an allowed token
   void witness(const std::vector<Configuration>& position, int64_t max_states);
   // a completion (bytes, and 256 + id for token-set tokens) from minimal derivations
-  bool plan_completion(const std::vector<Configuration>& position, int64_t max_states, std::vector<int32_t>& steps);
+  // (only_single: only bytes that are tokens by themselves)
+  bool plan_completion(const std::vector<Configuration>& position, int64_t max_states, bool only_single,
+                       std::vector<int32_t>& steps);
   // the same by breadth-first search over bytes
-  bool search_completion(const std::vector<Configuration>& position, int64_t max_states, std::vector<int32_t>& steps);
+  bool search_completion(const std::vector<Configuration>& position, int64_t max_states, bool only_single,
+                         std::vector<int32_t>& steps);
   // tokenizes a completion, checks it and records the bounds along it
   bool record_witness(const std::vector<Configuration>& position, const std::vector<int32_t>& steps);
   std::shared_ptr<const BudgetProfile> profile_locked(const std::vector<Configuration>& position, int64_t max_states);
@@ -249,6 +252,7 @@ class ConstraintCore {
   std::unordered_map<std::vector<Configuration>, std::shared_ptr<const BudgetProfile>, PositionHash> profiles_;
   std::deque<std::vector<Configuration>> profile_order_;
   std::vector<int32_t> witness_byte_;
+  std::vector<uint8_t> witness_single_;  // per class: its byte is a token by itself
 };
 
 class MatcherCore {
