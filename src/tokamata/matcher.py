@@ -87,11 +87,11 @@ class Matcher:
         >>> m = tokamata.compile_regex("a+b", vocab).matcher()
         >>> bitmask = np.zeros((1, 1), dtype=np.int32)
         >>> m.fill_bitmask(bitmask, max_tokens=2)     # "ab" then EOS fits; "a" would need 3
-        >>> [t for t in range(4) if bitmask[0, 0] >> t & 1]
-        [2]
+        >>> tuple(t for t in range(4) if bitmask[0, 0] >> t & 1)
+        (2,)
         >>> m.fill_bitmask(bitmask, max_tokens=3)
-        >>> [t for t in range(4) if bitmask[0, 0] >> t & 1]
-        [0, 2]
+        >>> tuple(t for t in range(4) if bitmask[0, 0] >> t & 1)
+        (0, 2)
         """
         if max_tokens is not None:
             self._fill_budget(bitmask, index, max_tokens)
