@@ -335,3 +335,67 @@ def test_budget_searches_are_bounded_by_limits():
         with pytest.raises(tokamata.LimitExceeded) as info:
             constraint.matcher().budget_needed()
         assert info.value.limit == "max_budget_states"
+
+
+# ----------------------------------------------------------------------- the Earley strategy
+
+# (regex, the same language as a grammar of several terminals: the Earley strategy)
+PAIRS = [
+    (r"(ab|ac)*d", 'start: ("ab" | "ac")* "d"'),
+    (r"[0-9]{3}-[0-9]{4}", 'start: D D D "-" D D D D\nD: /[0-9]/'),
+    (r"(foo|bar)baz[0-9]+", 'start: ("foo" | "bar") "baz" DIGITS\nDIGITS: /[0-9]+/'),
+    (r"(yes|no|maybe)!?", 'start: WORD ["!"]\nWORD: "yes" | "no" | "maybe"'),
+    (r"\[([0-9]+(,[0-9]+)*)?\]", 'start: "[" [NUM ("," NUM)*] "]"\nNUM: /[0-9]+/'),
+]
+
+
+@pytest.mark.parametrize("pattern,grammar", PAIRS, ids=[p for p, _ in PAIRS])
+def test_earley_rows_are_within_the_exact_rows(pattern, grammar):
+    """The same language under both strategies: the grammar's budget rows are subsets of the
+    regex's exact rows (sound), its budget_needed() is at least the exact one, and its rows
+    are not empty from its budget_needed() on."""
+    vocab = llama3().vocab
+    exact = tokamata.compile_regex(pattern, vocab)
+    earley = tokamata.compile_grammar(grammar, vocab)
+    assert (exact.strategy, earley.strategy) == ("regular", "earley")
+    rng = random.Random(8)
+    for _ in range(3):
+        a, b = exact.matcher(), earley.matcher()
+        for _step in range(10):
+            plain = budget_row(a, None)
+            assert budget_row(b, None) == plain
+            need_a, need_b = a.budget_needed(), b.budget_needed()
+            assert need_b >= need_a
+            for n in range(1, need_b + 3):
+                row = budget_row(b, n)
+                assert row <= budget_row(a, n), (pattern, n)
+                if n >= need_b:
+                    assert row
+            choices = sorted(plain - set(vocab.eos_token_ids))
+            if not choices:
+                break
+            t = rng.choice(choices)
+            assert a.consume(t) and b.consume(t)
+
+
+def test_special_tokens_and_ignored_terminals_in_witnesses():
+    """Witnesses spell token-set terminals by one of their tokens (a special token, any text
+    token for %text_token) and skip ignored whitespace."""
+    tokenizer = llama3()
+    vocab = tokenizer.vocab
+    grammar = ('start: "let " NAME "=" NUMBER ";" <|start_header_id|> (%text_token)~2\n'
+               'NAME: /[a-z]+/\nNUMBER: /[0-9]+/\n%ignore " "')
+    constraint = tokamata.compile_grammar(grammar, vocab)
+    need = constraint.matcher().budget_needed()
+    assert need <= 10  # "let ", "x", "=", "0", ";", the special token, two text tokens, EOS
+    rng = random.Random(9)
+    for n in range(need, need + 8):
+        for _ in range(3):
+            m = constraint.matcher()
+            for k in range(n):
+                row = budget_row(m, n - k)
+                assert row, (n, k)
+                m.consume(rng.choice(sorted(row)))
+                if m.is_terminated():
+                    break
+            assert m.is_terminated()
