@@ -1,5 +1,6 @@
 """Fuzzing the matcher API: random programs of ``consume`` / ``consume_many`` / ``rollback`` /
-``copy`` / ``fill_bitmask`` / ``fill_bitmasks`` / ``allowed_tokens`` calls with random ids
+``copy`` / ``fill_bitmask`` (with and without ``max_tokens``) / ``fill_bitmasks`` /
+``allowed_tokens`` calls with random ids
 (allowed ones, refused ones, out of range, negative, huge, bools, floats, numpy scalars and
 arrays, ``None``), random bitmask buffers (wrong dtype, rank, width, order, read-only, not
 arrays) and random rows, on one constraint per front end (regex, Lark, GBNF, JSON, JSON
@@ -14,6 +15,8 @@ beside the matchers (the mask seen at each history length):
 - a token the mask allows is consumed; one it does not allow is refused (never a matcher
   that allows a token that ``consume`` then refuses); ``consume_many`` reports how many it
   consumed, the prefix the masks allow;
+- a budget row (``max_tokens``: an int in [1, 2**31 - 1), else InvalidArgument) is a subset
+  of the mask, not empty from ``budget_needed()`` on;
 - ``rollback(n)`` brings back the mask seen ``n`` tokens earlier; a copy has its original's
   mask and history and moves independently.
 """
@@ -169,6 +172,24 @@ def run_input(value: tuple[int, list[tuple], int]) -> str:
                 assert good or (not chosen and op[1][0] in ("wide", "empty")), f"fill_bitmasks into {op[1]} was accepted"
                 rows = list(range(len(chosen))) if rows is None else rows
                 _check_rows(buffer, dict(zip(rows, chosen)), size)
+            elif name == "fill_budget":
+                buffer, good = _buffer(op[1], size)
+                row, budget = op[2], op[3]
+                if isinstance(buffer, np.ndarray) and buffer.ndim == 2 and buffer.flags.writeable:
+                    buffer[:] = 0x5A5A5A5A
+                m.fill_bitmask(buffer, row, max_tokens=budget)
+                assert good and 0 <= row < len(buffer), f"fill_bitmask into {op[1]} row {row} was accepted"
+                assert isinstance(budget, (int, np.integer)) and not isinstance(budget, bool) and 1 <= budget < 2**31 - 1, \
+                    f"max_tokens={budget!r} was accepted"
+                bits = set(np.flatnonzero(unpack_bitmask(buffer[row:row + 1], size)[0]).tolist())
+                if m.is_terminated():
+                    assert bits <= set(m.constraint.vocab.eos_token_ids)
+                else:
+                    assert bits <= set(before[1]), f"a budget row sets {sorted(bits - set(before[1]))[:8]}"
+                    if budget >= m.budget_needed():
+                        assert bits, f"an empty row for {budget} >= budget_needed() {m.budget_needed()}"
+                for other in range(len(buffer)):
+                    assert other == row or (buffer[other] == 0x5A5A5A5A).all(), f"row {other} was written"
             else:
                 raise AssertionError(f"unknown operation {name}")
         except (tokamata.InvalidArgument, tokamata.LimitExceeded):
@@ -215,6 +236,8 @@ operations = st.one_of(
     st.tuples(st.just("copy")),
     st.tuples(st.just("switch"), st.integers(0, 10)),
     st.tuples(st.just("fill"), _BUFFERS, _ROWS),
+    st.tuples(st.just("fill_budget"), _BUFFERS, _ROWS,
+              st.one_of(st.integers(-1, 30), st.sampled_from([True, 1.5, 2**31, 2**31 - 1, np.int64(5), "3"]))),
     st.tuples(st.just("fill_many"), _BUFFERS, st.lists(st.integers(0, 10), max_size=3),
               st.one_of(st.none(), st.lists(st.integers(0, 2), max_size=3, unique=True)), st.integers(1, 3)),
 )
