@@ -460,15 +460,44 @@ void MatcherCore::fill_budget(uint32_t* out, int64_t num_words, int32_t budget, 
     write(nullptr, out, num_words);
     return;
   }
-  if (in_prefix()) throw std::domain_error("budget masks are not available while a healing prefix is pending");
+  if (in_prefix()) {  // the tokens of the prefix mask whose bound fits (never EOS)
+    const Configuration here = stack_[starts_.back()];
+    MaskPtr mask = mask_at(&here, 1);
+    TokenRow row;
+    row.bits.assign(static_cast<size_t>(constraint_->num_words()), 0u);
+    for_each_bit(*mask, [&](int32_t t) {
+      if (bound_after_prefix(here.lexer, t, max_states) <= budget - 1) set_bit(row.bits, t);
+    });
+    write(&row, out, num_words);
+    return;
+  }
   MaskPtr row = constraint_->budget_row(stack_.data() + starts_.back(), num_configurations(), budget, max_states);
   write(row.get(), out, num_words);
 }
 
 int32_t MatcherCore::budget_needed(int64_t max_states) {
   if (terminated_) return 0;
-  if (in_prefix()) throw std::domain_error("budget masks are not available while a healing prefix is pending");
+  if (in_prefix()) return prefix_bound(stack_[starts_.back()].lexer, max_states);
   return constraint_->budget_bound(stack_.data() + starts_.back(), num_configurations(), max_states);
+}
+
+int32_t MatcherCore::prefix_bound(int32_t offset, int64_t max_states) {
+  if (prefix_bounds_.size() <= static_cast<size_t>(offset)) prefix_bounds_.resize(static_cast<size_t>(offset) + 1, kUnknown);
+  if (prefix_bounds_[static_cast<size_t>(offset)] != kUnknown) return prefix_bounds_[static_cast<size_t>(offset)];
+  const Configuration here{kPrefixPhase, offset, 0};
+  MaskPtr mask = mask_at(&here, 1);
+  int32_t best = kNoBound;
+  for_each_bit(*mask, [&](int32_t t) { best = std::min(best, plus_one(bound_after_prefix(offset, t, max_states))); });
+  prefix_bounds_[static_cast<size_t>(offset)] = best;
+  return best;
+}
+
+int32_t MatcherCore::bound_after_prefix(int32_t offset, int32_t token, int64_t max_states) {
+  std::vector<Configuration> next;
+  advance_prefix(offset, token, next);
+  if (next.empty()) return kNoBound;
+  if (next[0].parser == kPrefixPhase) return prefix_bound(next[0].lexer, max_states);  // (a longer offset)
+  return constraint_->budget_bound(next.data(), next.size(), max_states);
 }
 
 }  // namespace tokamata

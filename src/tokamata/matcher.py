@@ -104,20 +104,17 @@ class Matcher:
 
     def _fill_budget(self, bitmask, index: int, max_tokens) -> None:
         budget = _budget(max_tokens)
-        self._check_budget_phase()
+        self._check_budget()
         try:
             self._core.fill_bitmask_budget(bitmask, index, budget, self.constraint.limits.max_budget_states)
         except (TypeError, ValueError, IndexError):
             check_bitmask(bitmask, self.constraint.vocab_size)
             raise InvalidArgument(f"bitmask row index {index!r} out of range for batch {len(bitmask)}") from None
 
-    def _check_budget_phase(self) -> None:
+    def _check_budget(self) -> None:
         if self.constraint.canonical is not None:
             raise Unsupported("token budgets with canonical=True", "the budget's completions are not checked "
                               "for canonical tokenization")
-        if self.prefix and not self._core.is_terminated() and self._core.position()[0][0] == -1:
-            raise InvalidArgument("token budgets are not available while the healing prefix is pending: "
-                                  "fill without max_tokens until the prefix is consumed")
 
     def budget_needed(self) -> int:
         """The fewest tokens, EOS included, within which the output can be ended from here
@@ -133,7 +130,7 @@ class Matcher:
         >>> m.budget_needed()       # "ab", then EOS
         2
         """
-        self._check_budget_phase()
+        self._check_budget()
         bound = self._core.budget_needed(self.constraint.limits.max_budget_states)
         if bound == _NO_BOUND:
             raise InvalidArgument("no completion of the output is known from here within the vocabulary")
@@ -349,7 +346,7 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
             raise InvalidArgument(f"need one budget per matcher, got {budgets.shape[0]} for {len(matchers)}")
         for m in matchers:
             if isinstance(m, Matcher):
-                m._check_budget_phase()
+                m._check_budget()
     try:
         cores = [m._core for m in matchers]
         engines = [getattr(c, "core", c) for c in cores]  # a canonical matcher's engine, filtered after

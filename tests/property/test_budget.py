@@ -315,15 +315,36 @@ def test_a_budget_below_every_completion_gives_an_empty_row():
         assert budget_row(m, 1) == {2} and m.budget_needed() == 0  # terminated: EOS only, as without a budget
 
 
-def test_budgets_wait_for_the_healing_prefix():
-    vocab = tokamata.Vocabulary.from_token_bytes([b":", b"//", b"://", b"x", None], eos_token_ids=[4])
-    m = tokamata.compile_regex("//x", vocab).matcher(prefix=b":")
-    with pytest.raises(tokamata.InvalidArgument, match="prefix"):
-        budget_row(m, 3)
-    with pytest.raises(tokamata.InvalidArgument, match="prefix"):
-        m.budget_needed()
-    assert m.consume(2)  # "://": the prefix is out
-    assert budget_row(m, 2) == {3} and m.budget_needed() == 2
+def test_budgets_across_a_healing_prefix():
+    vocab = tokamata.Vocabulary.from_token_bytes([b":", b"//", b"://", b"x", b"/", None], eos_token_ids=[5])
+    for constraint in (tokamata.compile_regex("//x", vocab), tokamata.compile_grammar('start: "//" "x"', vocab)):
+        m = constraint.matcher(prefix=b":")
+        assert m.budget_needed() == 3                       # "://", "x", EOS
+        assert budget_row(m, 2) == set()
+        assert budget_row(m, 3) == {2}                      # ":" then "//", "x", EOS would need 4
+        assert budget_row(m, 4) == {0, 2}
+        assert budget_row(m, 10) == budget_row(m, None)
+        assert m.consume(0) and m.budget_needed() == 3      # "//", "x", EOS
+        assert budget_row(m, 3) == {1}
+
+
+@pytest.mark.parametrize("pattern,text", [(r"https?://[a-z]+\.(com|org)", "Visit https:"),
+                                          (r'"name": "[A-Z][a-z]+"\}', 'JSON: {')])
+def test_healed_budget_rows_equal_the_oracle(pattern, text):
+    """A healed matcher on Llama 3: its budget rows in the prefix phase equal the oracle's
+    (distances after each allowed token from the BFS over matcher copies)."""
+    tokenizer = llama3()
+    vocab = tokenizer.vocab
+    kept, removed = tokamata.heal(vocab, tokenizer.encode(text), max_tokens=2)
+    assert removed
+    constraint = tokamata.compile_regex(pattern, vocab)
+    m = constraint.matcher(prefix=removed)
+    oracle = Distances(pattern, vocab, every_id=False)
+    oracle.pattern = re.compile(re.escape(removed.decode()) + pattern, re.DOTALL)  # (the output starts with it)
+    key = oracle.explore(m, b"")
+    for n in range(1, int(oracle.distance[key]) + 3):
+        assert budget_row(m, n) == oracle.row(key, n), n
+    assert m.budget_needed() == oracle.distance[key]
 
 
 def test_budget_searches_are_bounded_by_limits():

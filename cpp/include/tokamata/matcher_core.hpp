@@ -300,7 +300,9 @@ class MatcherCore {
   int64_t validate_draft(const int32_t* tokens, int64_t n);
   // fill() under a budget of `budget` >= 1 tokens, EOS included (ConstraintCore::budget_row;
   // a terminated matcher sets only EOS), and the bound of the current position (0 when
-  // terminated). Not in the prefix phase (std::domain_error). Without the GIL.
+  // terminated). In the prefix phase the bound of a prefix position is one more than the
+  // least bound after a token of its mask (prefix positions recursively, then the
+  // constraint's), computed per matcher. Without the GIL.
   void fill_budget(uint32_t* out, int64_t num_words, int32_t budget, int64_t max_states);
   int32_t budget_needed(int64_t max_states);
 
@@ -315,6 +317,10 @@ class MatcherCore {
   // Consumes an EOS id as the end of the output: accepted iff the position accepts.
   ConsumeStatus end_output();
   void write(const TokenRow* row, uint32_t* out, int64_t num_words) const;
+  // token budgets in the prefix phase (matcher_budget.cpp)
+  int32_t prefix_bound(int32_t offset, int64_t max_states);
+  int32_t bound_after_prefix(int32_t offset, int32_t token, int64_t max_states);
+  std::vector<int32_t> prefix_bounds_;  // by prefix offset, kUnknown until computed
 
   std::shared_ptr<ConstraintCore> constraint_;
   std::vector<Configuration> stack_;  // every position since the start, oldest first
