@@ -23,14 +23,19 @@
 //   bounds are the exact fewest-token distances, so the budget row is exactly the set of
 //   tokens after which some completion fits: a brute-force search over tokens gives the
 //   same rows (tests/property/test_budget.py).
-// - kEarley: an upper bound from a concrete completion (a witness). A breadth-first search
-//   over bytes (one byte per lexer class, and one token per token-set terminal the parser
-//   allows) from P finds a shortest completion in bytes (at most max_states positions);
-//   it is tokenized greedily, longest token first over the trie, each token advanced from
-//   the previous position exactly as consume does, and kept only when the last position
-//   accepts. Its token count plus one (EOS) bounds P, and the suffix from each of its
-//   positions bounds that position (kept as the minimum with what that position had,
-//   together with the next witness token).
+// - kEarley: an upper bound from a concrete completion (a witness). For each configuration of
+//   P: finish the lexeme in progress (a breadth-first search in the lexer DFA, one byte per
+//   class, to a state where a terminal the parser takes ends), then the fewest terminals
+//   that complete the parser's set (EarleyCore::shortest_completion: minimal derivations of
+//   the rest of an item and of its parents' rests), each spelled by a shortest lexeme from
+//   the start state of the parser's allowed set (a token-set terminal by one of its tokens).
+//   Bytes that are tokens by themselves are tried first, then any. A breadth-first search
+//   over bytes from P (at most max_states positions) is the fallback. The bytes are tokenized
+//   greedily, longest token first over the trie, each token advanced from the previous
+//   position exactly as consume does, and kept only when the last position accepts. Its
+//   token count plus one (EOS) bounds P, and the suffix from each of its positions bounds
+//   that position (kept as the minimum with what that position had, together with the next
+//   witness token).
 //   Soundness: a token t is set under n only when bound(advance(P, t)) <= n - 1, or when
 //   t is the first token of a witness of P of bound(P) <= n tokens; either way a concrete
 //   token sequence of at most n - 1 tokens ending in EOS follows t. So every set token
@@ -41,6 +46,8 @@
 //   are exact, a row is empty iff no completion fits at all; for kEarley a row may be empty
 //   while a completion that needs fewer tokens than the witness does exists, when the
 //   caller asks for a budget under bound(P) (MatcherCore::budget_needed tells).
+// In a token-healing prefix phase the matcher bounds its prefix positions itself: one more
+// than the least bound after a token of the prefix mask (MatcherCore::prefix_bound).
 // Bounds are never evicted (positions are bounded by the lexer's and the parser's limits);
 // they only decrease (kEarley, a shorter witness through a position). Profiles are cached
 // per position, first in first out; a profile made before a bound decreased stays sound,
