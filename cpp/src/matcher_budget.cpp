@@ -393,8 +393,68 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
   bool all = true;
   int32_t highest = 0;
   bound_locked(position, max_states);  // (kEarley: the witness from here first, so its suffix bounds are in)
-  std::unordered_map<int32_t, int32_t> local_states;  // kRegular: end lexer state -> bound
-  for_each_bit(*profile->mask, [&](int32_t t) {
+  std::unordered_map<int32_t, int32_t> local_states;  // end lexer state -> bound (see below)
+  auto add = [&](int32_t t, int32_t b) {
+    if (b == kNoBound) {
+      all = false;
+      return;
+    }
+    auto& bits = groups[b];
+    if (bits.empty()) bits.assign(static_cast<size_t>(num_words()), 0u);
+    set_bit(bits, t);
+    highest = std::max(highest, b);
+  };
+  // kEarley, one configuration inside a lexeme at a state where no terminal ends: a token
+  // whose bytes pass no such state before its last byte crosses no boundary, so it leads to
+  // the one configuration (parser, the lexer state after it, not fresh): read under the
+  // compute mutex with the lexer's transitions alone; the others go through advance().
+  const TokenRow* only = profile->mask.get();
+  std::vector<uint32_t> rest_bits;
+  TokenRow rest;  // the tokens left for advance()
+  if (grammar_ && position.size() == 1 && !position[0].fresh && position[0].lexer != kDead) {
+    const Configuration c = position[0];
+    std::vector<std::pair<int32_t, int32_t>> inside;  // (token, lexer state after it)
+    rest_bits.assign(static_cast<size_t>(num_words()), 0u);
+    {
+      std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
+      LazyDfa& dfa = lexer_->dfa();
+      const TokenTrie& trie = lexer_->trie();
+      const bool boundary_here = dfa.accepting(c.lexer);
+      for_each_bit(*profile->mask, [&](int32_t t) {
+        bool simple = !boundary_here && !in_token_set(t) && t < trie.num_tokens() && trie.in_trie(t);
+        int32_t state = c.lexer;
+        if (simple) {
+          const uint8_t* data = trie.token_data(t);
+          const int64_t length = trie.token_length(t);
+          for (int64_t i = 0; i < length && simple; ++i) {
+            if (i > 0 && dfa.accepting(state)) simple = false;
+            else state = dfa.peek(state, data[i]);
+            if (state < 0) simple = false;  // (dead, or not expanded yet)
+          }
+        }
+        if (simple) {
+          inside.emplace_back(t, state);
+        } else {
+          set_bit(rest_bits, t);
+        }
+      });
+    }
+    for (const auto& [t, state] : inside) {
+      auto it = local_states.find(state);
+      int32_t b;
+      if (it != local_states.end()) {
+        b = it->second;
+      } else {
+        b = bound_locked(std::vector<Configuration>{Configuration{c.parser, state, 0}}, max_states);
+        local_states.emplace(state, b);
+      }
+      add(t, b);
+    }
+    rest.bits = std::move(rest_bits);
+    rest.index_words();
+    only = &rest;
+  }
+  for_each_bit(*only, [&](int32_t t) {
     int32_t b;
     if (!grammar_) {  // one lexer advance per token, the bounds by end state
       const int32_t state = regular_step(position[0].lexer, t);
@@ -416,14 +476,7 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
         local.emplace(next, b);
       }
     }
-    if (b == kNoBound) {
-      all = false;
-      return;
-    }
-    auto& bits = groups[b];
-    if (bits.empty()) bits.assign(static_cast<size_t>(num_words()), 0u);
-    set_bit(bits, t);
-    highest = std::max(highest, b);
+    add(t, b);
   });
   for (auto& [b, bits] : groups) {
     TokenRow row;
