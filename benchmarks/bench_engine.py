@@ -129,7 +129,8 @@ def bench_paths(vocab, path: str, repeats: int) -> list[dict]:
         for name, constraint, tokens in paths:
             row[name] = {"strategy": constraint.strategy, "tokens": len(tokens), "walks": walks,
                          "consume_ns": statistics.median(consume[name]),
-                         "fill_ns": statistics.median(fill[name])}
+                         "fill_ns": statistics.median(fill[name]),
+                         "consume_walks_ns": consume[name], "fill_walks_ns": fill[name]}
         rows.append(row)
         print(f"  {case.name}: " + ", ".join(
             f"{n} consume {row[n]['consume_ns']:.0f} ns fill {row[n]['fill_ns']:.0f} ns"
@@ -206,12 +207,36 @@ def bench_threads(vocab, path: str, count: int, repeats: int) -> dict:
                 total, _ = _lockstep_fill_ns(constraints, token_lists, buf, threads)
                 times[threads].append(total)
         result[kind] = {t: statistics.median(v) / 1e6 for t, v in times.items()}
+        result[f"{kind}_runs_ms"] = {t: [x / 1e6 for x in v] for t, v in times.items()}
         print(f"  {kind}: 1 thread {result[kind][1]:.2f} ms, 2 threads {result[kind][2]:.2f} ms "
               f"(speed-up {result[kind][1] / result[kind][2]:.2f}x)", flush=True)
     return result
 
 
 # --------------------------------------------------------------------------------- report
+
+#: the report's plots (benchmarks/plot.py): metric -> caption
+PLOTS = {"consume": "Consume per token, per walk, the three front ends on the same regexes",
+         "fill": "Warm fill per step, per walk, the three front ends on the same regexes",
+         "threads": "fill_bitmasks over 64 matchers in lockstep, one and two threads (total per run)"}
+
+
+def raw_metrics(rows: list[dict], threads: dict) -> dict:
+    """Per front end and regex: per-walk means of consume and warm fill (ns); per thread count
+    and pass: the lockstep totals of every run (ms); for benchmarks/plot.py."""
+    import plot
+
+    fronts = ("regex", "grammar", "schema")
+    return {
+        "consume": plot.metric("consume per token (walk mean)", "ns",
+                               {f: {row["case"]: row[f]["consume_walks_ns"] for row in rows} for f in fronts}),
+        "fill": plot.metric("warm fill per step (walk mean)", "ns",
+                            {f: {row["case"]: row[f]["fill_walks_ns"] for row in rows} for f in fronts}),
+        "threads": plot.metric("fill_bitmasks, all steps", "ms",
+                               {f"{t} thread{'s' if t > 1 else ''}": {kind: threads[f"{kind}_runs_ms"][t]
+                                                                      for kind in ("cold", "warm")} for t in (1, 2)}),
+    }
+
 
 
 def report(rows: list[dict], threads: dict, repeats: int) -> str:
@@ -266,8 +291,14 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--matchers", type=int, default=64)
     parser.add_argument("--thread-repeats", type=int, default=11)
+    parser.add_argument("--quick", action="store_true", help="2 regexes, few walks and matchers: a smoke test")
     parser.add_argument("--write", metavar="PATH")
     args = parser.parse_args(argv)
+    if args.quick:
+        global MIN_STEPS
+        MIN_STEPS = 100
+        args.repeats, args.matchers, args.thread_repeats = 2, 8, 2
+        CASES[:] = CASES[:2]
     path = llama3_tokenizer_path()
     tok = TokenizerData.load(path)
     vocab = tokamata.Vocabulary.from_tokenizer_json(path, eos_token_ids=[tok.eos_id])
@@ -278,6 +309,10 @@ def main(argv=None) -> int:
     text = report(rows, threads, args.repeats)
     print(text)
     if args.write:
+        import plot
+
+        plot.save_raw(args.write, "engine", "One engine, Llama 3", raw_metrics(rows, threads), "bench_engine.py")
+        text = text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("engine", PLOTS)) + "\n"
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(text)
     return 0

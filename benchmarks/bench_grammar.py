@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 import grammar_report
+import plot
 import report
 from engines import ENGINES, Engine, Tokamata, Unavailable
 from grammar_workload import GRAMMAR_NAMES, TRIVIAL, GrammarCase, NoData, load_case, tokenize
@@ -195,6 +196,20 @@ def measure_memory(engine_name: str, grammar: str, json_count: int, timeout: flo
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+#: the report's plots (benchmarks/plot.py): metric -> caption
+PLOTS = {"ttfm": "Time to first mask per grammar (fresh compiles)", "mask": "Warm mask fill per step",
+         "mask_cold": "Mask fill per step, cold pass (first pass after the compile)"}
+
+
+def raw_metrics(results: dict[str, dict[str, GrammarResult]]) -> dict:
+    """Per engine and grammar: TTFM runs (ms), warm and cold-pass fills (us), for benchmarks/plot.py."""
+    def of(get, scale):
+        return {e: {g: [x * scale for x in get(r)] for g, r in rs.items()} for e, rs in results.items()}
+    return {"ttfm": plot.metric("time to first mask", "ms", of(lambda r: r.ttfm_s, 1e3)),
+            "mask": plot.metric("warm mask fill", "us", of(lambda r: r.warm_fill_ns, 1e-3)),
+            "mask_cold": plot.metric("cold-pass mask fill", "us", of(lambda r: r.cold_fill_ns, 1e-3))}
+
+
 # ----------------------------------------------------------------------------------------------
 # Command line
 # ----------------------------------------------------------------------------------------------
@@ -295,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         text = grammar_report.render(results, s, cases, tok, list(engines), versions, setup_s, skipped, skipped_cases, args,
                                      load, time.perf_counter() - t_start)
+        plot.save_raw(args.write, "grammar", "Grammars, Llama 3", raw_metrics(results), "bench_grammar.py")
+        text = text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("grammar", PLOTS))
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(text)
         print(f"wrote {args.write}", file=sys.stderr)

@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 
+import plot
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.join(os.path.dirname(HERE), "tests")
 
@@ -321,6 +323,32 @@ class Worker:
             return res
 
 
+#: the report's plots (benchmarks/plot.py): metric -> caption
+PLOTS = {"ttfm": "Time to first mask over the schemas every engine compiled (ECDF)",
+         "mask": "Mask fill per step over the valid instances every engine accepted (ECDF)"}
+
+
+def raw_metrics(cases, results: dict[str, dict[str, dict[str, Any]]]) -> dict:
+    """TTFM (ms) over the schemas every engine compiled and fills (us) over the valid instances
+    every engine accepted, per engine (one series each), for benchmarks/plot.py."""
+    engines = list(results)
+    ttfm: dict[str, list[float]] = {e: [] for e in engines}
+    fills: dict[str, list[float]] = {e: [] for e in engines}
+    for c in cases:
+        rs = [results[e].get(c.id) for e in engines]
+        if not all(r and r["status"] == "ok" for r in rs):
+            continue
+        for e, r in zip(engines, rs):
+            ttfm[e].append(r["ttfm_s"] * 1e3)
+        for k, t in enumerate(c.tests):
+            tests = [r.get("tests", []) for r in rs]
+            if t.valid and all(k < len(x) and x[k]["accepted"] for x in tests):
+                for e, x in zip(engines, tests):
+                    fills[e] += [ns / 1e3 for ns in x[k]["fill_ns"]]
+    return {"ttfm": plot.metric("time to first mask", "ms", {e: {"MaskBench": v} for e, v in ttfm.items()}),
+            "mask": plot.metric("mask fill", "us", {e: {"MaskBench": v} for e, v in fills.items()})}
+
+
 # ----------------------------------------------------------------------------------------------
 # Command line
 # ----------------------------------------------------------------------------------------------
@@ -440,8 +468,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.save_raw, "w", encoding="utf-8") as f:
             json.dump({"results": results, "cases": [{"id": c.id, "file": c.file, "tests": [t.valid for t in c.tests]} for c in cases]}, f)
     if args.write:
+        text = schema_report.render(run, s)
+        plot.save_raw(args.write, "json_schema", "MaskBench sample, Llama 3", raw_metrics(cases, results),
+                      "bench_json_schema.py")
         with open(args.write, "w", encoding="utf-8") as f:
-            f.write(schema_report.render(run, s))
+            f.write(text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("json_schema", PLOTS)))
         print(f"wrote {args.write}", file=sys.stderr)
     return 0
 

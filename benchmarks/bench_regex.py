@@ -35,6 +35,7 @@ import statistics
 import sys
 import time
 
+import plot
 import report
 from engines import ENGINES, REFERENCE, Engine, Unavailable
 from measure import (
@@ -51,6 +52,24 @@ from measure import (
 )
 from report import machine_info, print_console, render, summarize, targets
 from workload import CASES, TRIVIAL_INSTANCE, TRIVIAL_PATTERN, TokenizerData, encode_instance, llama3_tokenizer_path
+
+
+#: the report's plots (benchmarks/plot.py): metric -> caption
+PLOTS = {"ttfm": "Time to first mask per regex (fresh compiles)", "mask": "Warm mask fill per step",
+         "mask_cold": "Mask fill per step, first walk after the compile"}
+
+
+def raw_metrics(results: dict[str, dict[str, CaseResult]]) -> dict:
+    """Per engine and regex: TTFM runs (ms), warm and cold fills (us), for benchmarks/plot.py."""
+    return {
+        "ttfm": plot.metric("time to first mask", "ms", {e: {c: [t * 1e3 for t in r.ttfm_s] for c, r in rs.items()}
+                                                         for e, rs in results.items()}),
+        "mask": plot.metric("warm mask fill", "us", {e: {c: [t / 1e3 for t in r.warm_fill_ns] for c, r in rs.items()}
+                                                     for e, rs in results.items()}),
+        "mask_cold": plot.metric("cold mask fill", "us",
+                                 {e: {c: [t / 1e3 for t in (r.cold.fill_ns if r.cold else [])] for c, r in rs.items()}
+                                  for e, rs in results.items()}),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         text = render(results, s, trivial_ttfm, counts, dis, tok, tokens, list(engines), versions, setup_s, skipped, nondet, args,
                       time.perf_counter() - t_start)
+        plot.save_raw(args.write, "regex", "Regexes, Llama 3", raw_metrics(results), "bench_regex.py")
+        text = text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("regex", PLOTS))
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(text)
         print(f"wrote {args.write}", file=sys.stderr)

@@ -211,6 +211,17 @@ def targets(run: Run, s: dict[str, Any]) -> list[tuple[str, str, str]]:
         ok = not (math.isnan(ta["p50"]) or math.isnan(tb["p50"])) and ta["p50"] <= tb["p50"]
         out.append(("TTFM median no slower than llguidance's (same schemas)", "PASS" if ok else "FAIL",
                     f"{_fmt(ta['p50'], 2)} vs {_fmt(tb['p50'], 2)} ms over {p['schemas']:,} schemas"))
+        # issue 20 (server scale): TTFM mean, p90, p99 and max at most 1.0x llguidance's; mask mean and
+        # p99 at most 0.5x (same schemas, same instances)
+        for what, (a, b), key, factor, unit in (
+                [("TTFM", p["ttfm"], k, 1.0, "ms") for k in ("mean", "p90", "p99", "max")]
+                + [("mask", p["fills"], k, 0.5, "µs") for k in ("mean", "p99")]):
+            x, y = a[key], b[key]
+            ok = not (math.isnan(x) or math.isnan(y)) and x <= factor * y
+            ratio = f" ({x / y:.2f}x)" if y and not math.isnan(x / y) else ""
+            n = f"{p['schemas']:,} schemas" if what == "TTFM" else f"{a['n']:,} fills of {p['instances']:,} instances"
+            out.append((f"{what} {key} at most {factor:g}x llguidance's (issue 20; same {'schemas' if what == 'TTFM' else 'instances'})",
+                        "PASS" if ok else "FAIL", f"{_fmt(x, 2)} vs {_fmt(y, 2)} {unit}{ratio} over {n}"))
     return out
 
 
