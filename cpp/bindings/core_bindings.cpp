@@ -425,6 +425,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("footprint", [](ExprArena& a) {
         nb::gil_scoped_release release;
         return locked(a, [&] { return a.footprint(); });
+      })
+      .def_prop_ro("memory_bytes", [](ExprArena& a) {
+        nb::gil_scoped_release release;
+        return locked(a, [&] { return a.memory_bytes(); });
       });
 
   nb::class_<DerivativeDfa>(m, "DerivativeDfa")

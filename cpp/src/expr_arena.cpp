@@ -32,6 +32,17 @@ int32_t ExprArena::check(int32_t node) const {
   return node;
 }
 
+size_t ExprArena::memory_bytes() const {
+  // O(1): the vectors' capacities, the side tables' bytes as they were added (side_bytes_), and
+  // the emptiness memo at its entry count (its keys are short member lists: 32 bytes assumed)
+  return sizeof(*this) + nodes_.capacity() * sizeof(Node) + masks_.capacity() * sizeof(ByteMask) +
+         firsts_.capacity() * sizeof(ByteMask) + payload_.capacity() * sizeof(int32_t) +
+         memo_.capacity() * sizeof(int32_t) + table_.capacity() * sizeof(int32_t) +
+         hashes_.capacity() * sizeof(uint64_t) + stops_.capacity() * sizeof(Stop) +
+         substrings_.capacity() * sizeof(SuffixAutomaton) + cuts_.capacity() * sizeof(std::vector<uint8_t>) +
+         side_bytes_ + emptiness_.size() * (kMapEntryBytes + 32) + emptiness_.bucket_count() * sizeof(void*);
+}
+
 uint64_t ExprArena::hash_of(int32_t kind, int32_t a, int32_t b, int32_t c, const int32_t* payload, size_t words) {
   uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(kind);
   auto add = [&h](uint32_t v) {

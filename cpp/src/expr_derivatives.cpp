@@ -38,6 +38,7 @@ const std::vector<uint8_t>& ExprArena::cuts(int32_t node) {
   if (nodes_[node].cuts < 0) {
     std::vector<uint8_t> found = compute_cuts(node);
     nodes_[node].cuts = static_cast<int32_t>(cuts_.size());
+    side_bytes_ += found.capacity();
     cuts_.push_back(std::move(found));
   }
   return cuts_[nodes_[node].cuts];

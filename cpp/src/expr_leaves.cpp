@@ -326,6 +326,7 @@ int32_t ExprArena::text_until(const std::string& stop, int32_t matched, int32_t 
       entry.fail[i] = static_cast<int32_t>(k);
     }
     index = static_cast<int32_t>(stops_.size());
+    side_bytes_ += entry.bytes.capacity() + entry.fail.capacity() * sizeof(int32_t) + 2 * stop.size() + kMapEntryBytes;
     stops_.push_back(std::move(entry));
     stop_index_.emplace(stop, index);
   }
@@ -376,6 +377,8 @@ int32_t ExprArena::substring_of(const int32_t* code_points, size_t n, int32_t st
     const size_t states = automaton.remaining.size();
     index = static_cast<int32_t>(substrings_.size());
     substring_states_ += states;
+    side_bytes_ += (automaton.offsets.capacity() + automaton.keys.capacity() + automaton.targets.capacity()) *
+                       sizeof(int32_t) + automaton.remaining.capacity() * sizeof(int64_t) + key.size() + kMapEntryBytes;
     substrings_.push_back(std::move(automaton));
     substring_index_.emplace(key, index);
   }

@@ -16,7 +16,7 @@ extendable to a full match.
 """
 
 from .bitmask import allocate_bitmask
-from .caches import clear_caches
+from .caches import CacheBounds, cache_bounds, cache_bytes, clear_caches, set_cache_bounds
 from .compile import (compile_choice, compile_gbnf, compile_grammar, compile_grammar_ir, compile_json,
                       compile_json_schema, compile_regex, compile_structural_tag, compile_type, dumps)
 from .constraint import Constraint
@@ -32,7 +32,8 @@ from .vocab import Vocabulary
 __version__ = "0.1.0"
 
 __all__ = [
-    "Constraint", "ConstraintCache", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
+    "Constraint", "ConstraintCache", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches",
+    "CacheBounds", "cache_bounds", "cache_bytes", "set_cache_bounds", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
     "fill_bitmasks_draft",
     "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir", "compile_choice",
     "compile_structural_tag",

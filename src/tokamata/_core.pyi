@@ -77,6 +77,9 @@ class ExprArena:
     @property
     def footprint(self) -> int:
         """Nodes plus the states of the substring leaves' suffix automata."""
+    @property
+    def memory_bytes(self) -> int:
+        """The bytes its tables hold (vector capacities, hash-map entries): an estimate."""
 
 class DerivativeDfa:
     """A grammar lexer's byte DFA over arena expressions, expanded natively (the expander of

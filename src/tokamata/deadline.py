@@ -11,6 +11,9 @@ Invariants:
   depends on user input (document walks, schema expansion, intersections and complements,
   emission, the grammar builder's passes, Lark and GBNF lowering) call it, so a compile stops
   within one step of its budget.
+- The outermost entry first brings the process caches within their byte bound
+  (:func:`tokamata.caches.enforce_cache_bounds`), so every front door does, before its budget
+  starts; nested entries do not (a compile never evicts what it is building on).
 - The deadline is per thread and per task (a :class:`contextvars.ContextVar`): concurrent
   compiles do not see each other's.
 - :func:`remaining_seconds` is what is left of the active budget (the whole limit outside a
@@ -25,6 +28,7 @@ import contextvars
 import time
 from typing import Iterator, Optional
 
+from .caches import enforce_cache_bounds
 from .errors import LimitExceeded
 from .limits import Limits
 
@@ -49,6 +53,7 @@ def compile_deadline(limits: Limits) -> Iterator[None]:
     if _active.get() is not None:
         yield
         return
+    enforce_cache_bounds()
     token = _active.set(_Deadline(float(limits.max_compile_seconds)))
     try:
         yield

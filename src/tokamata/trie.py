@@ -4,7 +4,8 @@ Invariants: the trie holds exactly the text tokens (non-empty bytes, not special
 padding); it and the row cache are built once and cached on the vocabulary object, which is
 immutable. The row cache maps a DFA state's structural key (its expression's id) to its
 token row, so every constraint over this vocabulary that reaches the same expression (the
-inside of a string, say) reuses the row; it holds at most ``SHARED_ROWS_PER_VOCABULARY``.
+inside of a string, say) reuses the row; it holds at most ``CacheBounds.shared_rows_bytes`` of
+rows (:func:`tokamata.caches.shared_row_capacity`), and so does the boundary-event cache in lists.
 """
 
 from __future__ import annotations
@@ -14,15 +15,18 @@ import threading
 import numpy as np
 
 from . import _core
-from .caches import register_vocabulary_cache
+from .caches import register_vocabulary_cache, shared_row_capacity
 from .errors import VocabularyError
 
 _lock = threading.Lock()
 _ATTRIBUTE = "_tokamata_core_trie"
 _ROWS_ATTRIBUTE = "_tokamata_shared_rows"
 _EVENTS_ATTRIBUTE = "_tokamata_shared_events"
-#: rows shared across the constraints of one vocabulary (each is ceil(V/32) * 4 bytes)
-SHARED_ROWS_PER_VOCABULARY = 1024
+
+
+def _capacity(vocab) -> int:
+    """Rows (and event lists) a shared cache of ``vocab`` holds: the byte bound over its row size."""
+    return shared_row_capacity(((int(vocab.size) + 31) // 32) * 4)
 
 
 def core_trie(vocab) -> "_core.TokenTrie":
@@ -54,7 +58,7 @@ def shared_rows(vocab) -> "_core.SharedRowCache":
         with _lock:
             cache = vocab.__dict__.get(_ROWS_ATTRIBUTE)
             if cache is None:
-                cache = _core.SharedRowCache(SHARED_ROWS_PER_VOCABULARY)
+                cache = _core.SharedRowCache(_capacity(vocab))
                 vocab.__dict__[_ROWS_ATTRIBUTE] = cache
     return cache
 
@@ -66,7 +70,7 @@ def shared_events(vocab) -> "_core.SharedEventCache":
         with _lock:
             cache = vocab.__dict__.get(_EVENTS_ATTRIBUTE)
             if cache is None:
-                cache = _core.SharedEventCache(SHARED_ROWS_PER_VOCABULARY)
+                cache = _core.SharedEventCache(_capacity(vocab))
                 vocab.__dict__[_EVENTS_ATTRIBUTE] = cache
     return cache
 

@@ -132,6 +132,10 @@ class ExprArena {
   // What the arena holds, in nodes: its nodes plus the states of its suffix automata (each
   // about a node's memory with its transitions); native.py starts a new arena past a bound.
   size_t footprint() const { return nodes_.size() + substring_states_; }
+  // The bytes the arena's tables hold, in O(1) (capacities of its vectors, the side tables' bytes
+  // counted as they are added, hash-map entries at an assumed size): what tokamata.caches bounds,
+  // an estimate, not the allocator's view.
+  size_t memory_bytes() const;
   int32_t check(int32_t node) const;
   bool nullable(int32_t node) const { return nodes_[check(node)].nullable; }
 
@@ -217,6 +221,8 @@ class ExprArena {
   size_t table_used_ = 0;
   std::vector<uint64_t> hashes_;
   std::unordered_map<std::string, bool> emptiness_;  // (kind, members) -> non-empty
+  size_t side_bytes_ = 0;  // cuts_, stops_ and substrings_ entries with their index entries, as added
+  static constexpr size_t kMapEntryBytes = 4 * sizeof(void*);  // an unordered_map node and its bucket
   int64_t search_budget_ = 10000;
 };
 

@@ -214,7 +214,18 @@ def clear_interned() -> int:
     return count
 
 
-register_process_cache("interned expressions", clear_interned)
+#: the bytes an interned expression holds on average with its table entry, its arguments and
+#: its memoized derivatives (sys.getsizeof over the 71,792 nodes that 300 MaskBench schemas and
+#: their instances left on Llama 3: 246 bytes): the estimate :func:`interned_bytes` counts
+EXPR_BYTES = 256
+
+
+def interned_bytes() -> int:
+    """An estimate of the bytes the interned expressions hold (``EXPR_BYTES`` each; O(1))."""
+    return EXPR_BYTES * sum(len(table) for table in _tables)
+
+
+register_process_cache("interned expressions", clear_interned, size=interned_bytes)
 
 
 def intern_node(kind: int, args: tuple, nullable: bool) -> Expr:

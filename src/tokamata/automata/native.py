@@ -17,7 +17,9 @@ Invariants:
 - ``clear_interned()`` (``tokamata.clear_caches``) starts a new bridge (a new arena and
   generation) once the arena's footprint (its nodes plus its suffix automata's states) is
   more than ``ARENA_NODES_KEPT``. Lexers made before keep their arena (and keep working);
-  expressions memoized for an older generation are imported again when used.
+  expressions memoized for an older generation are imported again when used. The process
+  caches' byte bound (:class:`tokamata.caches.CacheBounds`) counts the arena's
+  ``memory_bytes`` and, when over, starts a new bridge whatever its footprint.
 - Structural keys of native lexer states are ``key_base`` + node id, where ``key_base``
   (bit 62 and the generation) keeps them apart from the Python engine's keys (expression
   ids, far below 2**62) and from other generations' keys, in the shared row caches.
@@ -88,7 +90,7 @@ def _limbs(value: int, records: array) -> None:
     records.extend(limbs)
 
 
-#: ``clear_caches()`` keeps the arena while it holds at most this many nodes (about 100 bytes
+#: ``clear_caches()`` keeps the arena while it holds at most this many nodes (about 200 bytes
 #: each): like the Python expressions that outlive ``clear_interned()`` in the front ends'
 #: caches (formats, key literals, JSON string pieces), whose memoized derivatives are kept
 #: with them, the arena keeps their native counterparts, so a format is imported and derived
@@ -214,4 +216,11 @@ def reset(force: bool = False) -> None:
             _bridge = None
 
 
-register_process_cache("native expression arena (kept while small)", reset)
+def arena_bytes() -> int:
+    """The bytes the current arena holds (``ExprArena.memory_bytes``, an O(1) estimate)."""
+    found = _bridge
+    return 0 if found is None else int(found.arena.memory_bytes)
+
+
+register_process_cache("native expression arena (kept while small)", reset, size=arena_bytes,
+                       evict=lambda: reset(force=True))
