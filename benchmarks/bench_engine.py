@@ -311,7 +311,7 @@ def main(argv=None) -> int:
     if args.write:
         import plot
 
-        plot.save_raw(args.write, "engine", "One engine, Llama 3", raw_metrics(rows, threads), "bench_engine.py")
+        plot.save_raw(args.write, "engine", "One engine, Llama 3" + (" (--quick smoke run)" if args.quick else ""), raw_metrics(rows, threads), "bench_engine.py")
         text = text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("engine", PLOTS)) + "\n"
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(text)

@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         text = grammar_report.render(results, s, cases, tok, list(engines), versions, setup_s, skipped, skipped_cases, args,
                                      load, time.perf_counter() - t_start)
-        plot.save_raw(args.write, "grammar", "Grammars, Llama 3", raw_metrics(results), "bench_grammar.py")
+        plot.save_raw(args.write, "grammar", "Grammars, Llama 3" + (" (--quick smoke run)" if args.quick else ""), raw_metrics(results), "bench_grammar.py")
         text = text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("grammar", PLOTS))
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(text)

@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dump({"results": results, "cases": [{"id": c.id, "file": c.file, "tests": [t.valid for t in c.tests]} for c in cases]}, f)
     if args.write:
         text = schema_report.render(run, s)
-        plot.save_raw(args.write, "json_schema", "MaskBench sample, Llama 3", raw_metrics(cases, results),
+        plot.save_raw(args.write, "json_schema", "MaskBench sample, Llama 3" + (" (--quick smoke run)" if args.quick else ""), raw_metrics(cases, results),
                       "bench_json_schema.py")
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("json_schema", PLOTS)))

@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         text = render(results, s, trivial_ttfm, counts, dis, tok, tokens, list(engines), versions, setup_s, skipped, nondet, args,
                       time.perf_counter() - t_start)
-        plot.save_raw(args.write, "regex", "Regexes, Llama 3", raw_metrics(results), "bench_regex.py")
+        plot.save_raw(args.write, "regex", "Regexes, Llama 3" + (" (--quick smoke run)" if args.quick else ""), raw_metrics(results), "bench_regex.py")
         text = text.rstrip("\n") + "\n\n" + "\n".join(plot.markdown_links("regex", PLOTS))
         with open(args.write, "w", encoding="utf-8") as f:
             f.write(text)

@@ -23,7 +23,7 @@ import threading
 from bisect import bisect_right
 from typing import Dict, Tuple
 
-from ..caches import register_process_cache
+from ..caches import clear_caches, register_process_cache
 from . import charset as cs
 
 __all__ = ["Expr", "NOTHING", "EPSILON", "byte_set", "utf8_char", "concat", "alternation",
@@ -225,7 +225,10 @@ def interned_bytes() -> int:
     return EXPR_BYTES * sum(len(table) for table in _tables)
 
 
-register_process_cache("interned expressions", clear_interned, size=interned_bytes)
+# evicted with every process cache (clear_caches()): the front ends' caches (string literals,
+# character sets, natural spellings) hold expressions with their memoized derivatives, which
+# clearing the tables alone would leave alive
+register_process_cache("interned expressions", clear_interned, size=interned_bytes, evict=clear_caches)
 
 
 def intern_node(kind: int, args: tuple, nullable: bool) -> Expr:
