@@ -19,8 +19,8 @@ Invariants
   spaced quantiles (its first and last are the minimum and the maximum), with its true count
   in ``counts``; an ECDF or a box plot of the quantiles is the one of the series within
   1 / ``MAX_POINTS`` in probability.
-* The plots depend only on the raw file: the same file gives the same PNG (fixed size, fixed
-  order of engines and cases, no timestamps in the image).
+* The plots depend only on the raw file: the same file gives the same PNG (fixed size, the
+  engines and cases in the file's order, the known engines first; no timestamps in the image).
 * Reports link plots by the relative path ``plots/NAME_METRIC.png`` (:func:`markdown_links`),
   so a report written to another folder gets its own ``plots/`` and ``raw/`` there.
 """
@@ -38,8 +38,8 @@ from typing import Any, Iterable
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: a stored series has at most this many values (quantiles of the series when it is longer)
-MAX_POINTS = 1000
-#: engines in plotting order, then any other engine (strategies, front ends) alphabetically
+MAX_POINTS = 500
+#: engines in plotting order, then any other engine (strategies, front ends) in the raw file's order
 ENGINE_ORDER = ("tokamata", "llguidance", "xgrammar", "outlines-core")
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
@@ -79,7 +79,7 @@ def save_raw(report_path: str, name: str, title: str, metrics: dict[str, dict[st
     path = os.path.join(folder, "raw", f"{name}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"benchmark": name, "title": title, "source": source, "metrics": metrics}, f,
-                  separators=(",", ":"), sort_keys=True)
+                  separators=(",", ":"))
         f.write("\n")
     try:
         draw(path, os.path.join(folder, "plots"))
@@ -105,7 +105,7 @@ def markdown_links(name: str, metrics: dict[str, str], prefix: str = "plots/") -
 
 def _engines(by: dict[str, Any]) -> list[str]:
     known = [e for e in ENGINE_ORDER if e in by]
-    return known + sorted(e for e in by if e not in ENGINE_ORDER)
+    return known + [e for e in by if e not in ENGINE_ORDER]
 
 
 def _cases(by: dict[str, dict[str, list[float]]]) -> list[str]:

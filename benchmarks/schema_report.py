@@ -277,7 +277,7 @@ def render(run: Run, s: dict[str, Any]) -> str:
         a("")
         a("**Skipped engines**: " + "; ".join(f"{k}: {v}" for k, v in run.skipped.items()))
     a("")
-    a("## Targets (issue 4)")
+    a("## Targets (issues 4 and 20)")
     a("")
     a("| target | verdict | detail |")
     a("|---|---|---|")

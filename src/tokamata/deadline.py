@@ -13,7 +13,9 @@ Invariants:
   within one step of its budget.
 - The outermost entry first brings the process caches within their byte bound
   (:func:`tokamata.caches.enforce_cache_bounds`), so every front door does, before its budget
-  starts; nested entries do not (a compile never evicts what it is building on).
+  starts; nested entries do not (a compile never evicts what it is building on). A compile in
+  another thread meanwhile fares as under a concurrent ``clear_caches``: each lexer keeps the
+  arena it was made with, and later expressions are just not shared with earlier ones.
 - The deadline is per thread and per task (a :class:`contextvars.ContextVar`): concurrent
   compiles do not see each other's.
 - :func:`remaining_seconds` is what is left of the active budget (the whole limit outside a
