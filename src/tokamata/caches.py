@@ -133,7 +133,8 @@ def enforce_cache_bounds() -> list[str]:
     """Evict sized process caches, largest first, until their total is within
     ``CacheBounds.process_bytes``; returns the names of those evicted."""
     sizes = cache_bytes()
-    total, evicted = sum(sizes.values()), []
+    total = sum(sizes.values())
+    evicted: list[str] = []
     if total <= _bounds.process_bytes:
         return evicted
     for name, size in sorted(sizes.items(), key=lambda item: -item[1]):
