@@ -15,7 +15,7 @@ SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine bench-drafts bench-memory bench-all plots install clean
+.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine bench-drafts bench-memory bench-all plots experiments experiments-quick install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -127,6 +127,15 @@ plots: $(DEPS)
 
 bench-json-schema-full: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_json_schema.py --full --engines tokamata --write benchmarks/RESULTS_json_schema_full.md
+
+# the seeds' experiments on the real Gemma 3 270M (CPU, minutes; not part of `make test`)
+experiments: $(BUILT) $(VOCABS)
+	$(PY) -c "import matplotlib" 2>/dev/null || $(PIP) install -q -c constraints.txt matplotlib
+	$(PY) benchmarks/experiments.py
+
+experiments-quick: $(BUILT) $(VOCABS)
+	$(PY) -c "import matplotlib" 2>/dev/null || $(PIP) install -q -c constraints.txt matplotlib
+	$(PY) benchmarks/experiments.py --quick
 
 install: $(BUILT) $(VOCABS)
 

@@ -1,0 +1,374 @@
+"""The seeds' experiments on the real Gemma 3 270M on CPU (issue 21 item 4), written to
+``benchmarks/EXPERIMENTS.md`` with plots under ``benchmarks/experiments/``.
+
+One function per experiment; each saves its raw results as JSON in ``benchmarks/experiments/``
+so the report and plots regenerate without a model (``--report-only``). ``--quick`` is a
+smoke-sized run (fewer prompts / pairs). Run with ``make experiments``.
+
+- ``formats``: seed 000 Table 3 (App. D's style): multiple-choice questions whose answer must
+  be the JSON object ``{"Final Answer": "X"}``; conformance rate of greedy output without and
+  with the constraint.
+- ``answer_pairs``: seed 004's William/Theodore question and three more pairs with a shared
+  prefix. The answer's end is scored as the answer followed by a newline (``" William\\n"``):
+  every value below sums the probability of every token sequence spelling the answer and
+  then ``"\\n"`` (no EOS: a base-style ``Answer:`` continuation goes on to a new line).
+  ``unconstrained`` is the model's own marginal (every tokenization),
+  ``constrained`` the probability that the constrained sampler (temperature 1) ends in the
+  answer, computed exactly by enumerating the constrained tree, and ``canonical`` the same
+  with ``canonical=True`` (only the tokenizer's own tokenizations).
+
+Helpers with logic (:func:`final_answer`, :func:`ratio`, :func:`questions`) are pure and tested in
+tests/unit/test_experiments_helpers.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "experiments"
+REPORT = HERE / "EXPERIMENTS.md"
+
+ANSWER_RE = r'\{"Final Answer": "[ABCD]"\}'
+FORMAT_PROMPT = ("You will be given a multiple choice question with options A, B, C, D. "
+                 "Format your answer with the following JSON format which uses double quotes, and nothing else:\n"
+                 '{"Final Answer": "X"}\n'
+                 "where X is the correct answer choice.\n\n")
+
+PAIRS = [  # (question, answer 1, answer 2); answer 1 is the true one
+    ("What is the first name of the US president who was a member of the Sigma Alpha Epsilon fraternity?",
+     " William", " Theodore"),
+    ("What is the first name of the US president who wrote the Declaration of Independence?",
+     " Thomas", " Theodore"),
+    ("Which planet is known as the Red Planet?", " Mars", " Mercury"),
+    ("What is the capital of France?", " Paris", " Parma"),
+]
+
+
+# ------------------------------------------------------------------------------ helpers
+
+def final_answer(text: str) -> str | None:
+    """The answer letter if ``text`` is the required answer, else None: after surrounding
+    whitespace and an optional Markdown code fence (```json ... ```) are removed, a JSON object
+    with exactly the key ``"Final Answer"`` whose value is one of A, B, C, D."""
+    body = text.strip()
+    if body.startswith("```"):
+        first = body.find("\n")
+        if first < 0 or len(body) < first + 4 or not body.endswith("```"):
+            return None
+        body = body[first + 1: -3].strip()
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and set(value) == {"Final Answer"} and value["Final Answer"] in ("A", "B", "C", "D"):
+        return value["Final Answer"]
+    return None
+
+
+def ratio(log_a: float, log_b: float) -> float:
+    """``P(a) / (P(a) + P(b))`` from two log-probabilities (``-inf`` allowed, not both)."""
+    top = max(log_a, log_b)
+    if top == -math.inf:
+        return math.nan
+    a, b = math.exp(log_a - top), math.exp(log_b - top)
+    return a / (a + b)
+
+
+def questions(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` arithmetic multiple-choice questions ``(text, answer letter)``, fixed by ``seed``."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b = rng.randint(2, 40), rng.randint(2, 40)
+        op = rng.choice("+-*")
+        right = a + b if op == "+" else a - b if op == "-" else a * b
+        options = {right}
+        while len(options) < 4:
+            options.add(right + rng.choice([-1, 1]) * rng.randint(1, 12))
+        options = sorted(options)
+        rng.shuffle(options)
+        letters = "ABCD"
+        text = f"Question: What is {a} {op} {b}?\n" + "".join(f"{letters[i]}. {v}\n" for i, v in enumerate(options))
+        out.append((text, letters[options.index(right)]))
+    return out
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values, default=-math.inf)
+    if top == -math.inf:
+        return -math.inf
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+# ------------------------------------------------------------------------------ model
+
+def load_pipeline():
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from real_tokenizers import gemma3_model_path  # noqa: E402  (the repository's model locator)
+
+    import llama_cpp
+
+    from tokamata.generate import Pipeline
+
+    llm = llama_cpp.Llama(str(gemma3_model_path()), logits_all=True, n_ctx=1024, n_threads=2, verbose=False)
+    return Pipeline(llm, batch_size=16)
+
+
+# ------------------------------------------------------------------------------ experiments
+
+def exp_formats(pipe, quick: bool) -> dict:
+    """Seed 000 Table 3: conformance of greedy answers, unconstrained vs constrained."""
+    import tokamata
+
+    n = 10 if quick else 50
+    constraint = tokamata.compile_regex(ANSWER_RE, pipe.vocab)
+    partial = OUT / "formats.partial.json"  # rows so far: an interrupted run resumes
+    rows = json.loads(partial.read_text())["rows"] if partial.exists() else []
+    start = time.perf_counter()
+    for text, answer in questions(n)[len(rows):]:
+        # the GGUF carries no chat template: Gemma's turn markup written out (special tokens)
+        messages = f"<start_of_turn>user\n{FORMAT_PROMPT}{text}<end_of_turn>\n<start_of_turn>model\n"
+        row = {"answer": answer}
+        for name, c in (("unconstrained", None), ("constrained", constraint)):
+            out = pipe.generate(messages, c, max_new_tokens=24)
+            got = final_answer(out.text)
+            row[name] = {"text": out.text, "conforms": got is not None, "correct": got == answer}
+        rows.append(row)
+        partial.write_text(json.dumps({"rows": rows}))
+        print(f"  formats {len(rows)}/{n}", file=sys.stderr, flush=True)
+    partial.unlink()
+    return {"n": len(rows), "max_new_tokens": 24, "regex": ANSWER_RE, "seconds": time.perf_counter() - start, "rows": rows}
+
+
+def _walk(pipe, prompt_ids: list[int], matcher, answers: tuple[str, str], prune: float,
+          children=None) -> dict:
+    """Depth-first walk of the constrained tree of ``( a| b)\\n`` after ``prompt_ids``: for each
+    answer, the log of the summed unconstrained (``p``, the model's own) and constrained
+    (``q``, renormalized over the allowed tokens at each step) probabilities of the complete
+    sequences spelling it. A subtree whose ``p`` and ``q`` are both below ``prune`` is not
+    expanded; their summed ``p`` and ``q`` are returned as ``pruned_p`` / ``pruned_q`` (bounds
+    on the error of every sum). ``children(path)``, if given, narrows the allowed tokens (the
+    canonical emulation: only the tokenizer's own encodings)."""
+    import numpy as np
+
+    eos = set(int(t) for t in pipe.vocab.eos_token_ids)
+    sums = {a: {"p": [], "q": [], "n": 0} for a in answers}
+    pruned = {"p": 0.0, "q": 0.0, "subtrees": 0}
+    path: list[int] = []
+    nodes = 0
+
+    def visit(lp: float, lq: float) -> None:
+        nonlocal nodes
+        allowed = [int(t) for t in matcher.allowed_tokens().tolist() if int(t) not in eos]
+        if children is not None:
+            allowed = [t for t in allowed if t in children(path)]
+        if matcher.is_accepting():
+            text = b"".join(pipe.vocab.token_bytes[t] for t in path).decode("utf-8")
+            key = answers[0] if text.startswith(answers[0]) else answers[1]
+            sums[key]["p"].append(lp)
+            sums[key]["q"].append(lq)
+            sums[key]["n"] += 1
+            if not allowed:
+                return
+        if not allowed:
+            return
+        nodes += 1
+        ids = prompt_ids + path
+        row = pipe.backend.logits(ids, len(ids))[0].astype(np.float64)
+        top = row.max()
+        log_z = top + math.log(np.exp(row - top).sum())
+        sub = row[allowed]
+        log_zc = top + math.log(np.exp(sub - top).sum())
+        for t, x in zip(allowed, sub.tolist()):
+            cp, cq = lp + x - log_z, lq + x - log_zc
+            if cp < math.log(prune) and cq < math.log(prune):
+                pruned["p"] += math.exp(cp)
+                pruned["q"] += math.exp(cq)
+                pruned["subtrees"] += 1
+                continue
+            if not matcher.consume(t):
+                raise AssertionError("an allowed token was refused")
+            path.append(t)
+            visit(cp, cq)
+            path.pop()
+            matcher.rollback(1)
+
+    visit(0.0, 0.0)
+    out = {a: {"sequences": v["n"], "log_unconstrained": float(_logsumexp(v["p"])), "log_constrained": float(_logsumexp(v["q"]))}
+           for a, v in sums.items()}
+    out["pruned"] = pruned
+    out["model_calls"] = nodes
+    return out
+
+
+def _pair_values(pipe, prompt: str, a: str, b: str, canonical: bool, prune: float) -> dict:
+    """For one pair, :func:`_walk` over the constrained tree of ``( a| b)\\n``, every
+    tokenization (``canonical=False``) or only the tokenizer's own encodings of the two
+    answers (``canonical=True``: tokamata's canonical mode refuses Gemma's SentencePiece BPE
+    so far, so the canonical tree is emulated as the trie of the two encodings)."""
+    import re
+
+    import tokamata
+
+    c = tokamata.compile_regex(f"({re.escape(a)}|{re.escape(b)})\n", pipe.vocab)
+    prompt_ids = pipe.backend.encode(prompt)
+    children = None
+    if canonical:
+        llm = pipe.backend.llm
+        encodings = [list(llm.tokenize((x + "\n").encode(), add_bos=False, special=False)) for x in (a, b)]
+
+        def children(path: list[int]) -> set[int]:
+            n = len(path)
+            return {e[n] for e in encodings if len(e) > n and e[:n] == path}
+    return _walk(pipe, prompt_ids, c.matcher(), (a, b), prune, children)
+
+
+def exp_answer_pairs(pipe, quick: bool) -> dict:
+    """Seed 004: P(a) / (P(a) + P(b)) unconstrained, constrained, constrained canonical."""
+    prune = 1e-6
+    rows = []
+    for question, a, b in PAIRS[:2] if quick else PAIRS:
+        prompt = f"Question: {question}\nAnswer:"
+        start = time.perf_counter()
+        free = _pair_values(pipe, prompt, a, b, False, prune)
+        mid = time.perf_counter()
+        canon = _pair_values(pipe, prompt, a, b, True, prune)
+        end = time.perf_counter()
+        row = {"question": question, "a": a, "b": b, "tree": free, "canonical_tree": canon,
+               "unconstrained": ratio(free[a]["log_unconstrained"], free[b]["log_unconstrained"]),
+               "constrained": ratio(free[a]["log_constrained"], free[b]["log_constrained"]),
+               "canonical": ratio(canon[a]["log_constrained"], canon[b]["log_constrained"]),
+               "unconstrained_canonical_only": ratio(canon[a]["log_unconstrained"], canon[b]["log_unconstrained"]),
+               "seconds_tree": mid - start, "seconds_canonical": end - mid}
+        rows.append(row)
+        print(f"  pair {a!r}/{b!r}: unc {row['unconstrained']:.5f} con {row['constrained']:.5f} "
+              f"canon {row['canonical']:.5f} ({mid - start:.1f} s + {end - mid:.1f} s)", file=sys.stderr, flush=True)
+    return {"end": "answer followed by a newline", "prune": prune, "rows": rows}
+
+
+EXPERIMENTS = {"formats": exp_formats, "answer_pairs": exp_answer_pairs}
+
+
+# ------------------------------------------------------------------------------ report
+
+def _plot_pairs(data: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = data["rows"]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.27
+    for i, (key, label) in enumerate((("unconstrained", "unconstrained (all tokenizations)"),
+                                      ("constrained", "constrained, non-canonical"),
+                                      ("canonical", "constrained, canonical"))):
+        ax.bar([j + (i - 1) * width for j in range(len(rows))], [r[key] for r in rows], width, label=label)
+    ax.set_xticks(range(len(rows)), [f"{r['a'].strip()}/{r['b'].strip()}" for r in rows])
+    ax.set_ylabel("P(a) / (P(a) + P(b))")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7)
+    ax.set_title("Gemma 3 270M: answer ratio under constraints")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_formats(data: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = data["rows"]
+    rates = [sum(r[k]["conforms"] for r in rows) / len(rows) for k in ("unconstrained", "constrained")]
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.bar(["unconstrained", "constrained"], rates, color=["tab:gray", "tab:blue"])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("conformance rate")
+    ax.set_title(f"Gemma 3 270M, {len(rows)} prompts, greedy")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report() -> str:
+    lines = ["# Experiments (issue 21 item 4)", "",
+             "Generated by `benchmarks/experiments.py` (`make experiments`) from the JSON files in",
+             "`benchmarks/experiments/`; model: Gemma 3 270M (Q4_K_M GGUF) through llama-cpp-python",
+             "(`logits_all=True`), CPU, 2 threads, on a shared loaded machine (timings indicative only).", ""]
+    fpath = OUT / "formats.json"
+    if fpath.exists():
+        data = json.loads(fpath.read_text())
+        rows = data["rows"]
+        _plot_formats(data, OUT / "formats.png")
+        unc = sum(r["unconstrained"]["conforms"] for r in rows)
+        con = sum(r["constrained"]["conforms"] for r in rows)
+        acc_u = sum(bool(r["unconstrained"]["correct"]) for r in rows)
+        acc_c = sum(bool(r["constrained"]["correct"]) for r in rows)
+        lines += ["## 1. Format conformance (seed 000 Table 3, App. D style)", "",
+                  f"{data['n']} arithmetic multiple-choice questions in Gemma's turn markup (written out: the GGUF "
+                  f"has no chat template), greedy, "
+                  f"max_new_tokens={data['max_new_tokens']}; required answer `{{\"Final Answer\": \"X\"}}` "
+                  f"(a surrounding Markdown code fence is accepted unconstrained); constraint: regex "
+                  f"`{data['regex']}`.", "",
+                  "| decoding | conforming | rate | correct answer |", "|---|---|---|---|",
+                  f"| unconstrained | {unc}/{len(rows)} | {unc / len(rows):.2f} | {acc_u}/{len(rows)} |",
+                  f"| constrained | {con}/{len(rows)} | {con / len(rows):.2f} | {acc_c}/{len(rows)} |", "",
+                  f"Run time {data['seconds']:.0f} s. First unconstrained outputs: "
+                  + "; ".join(f"`{r['unconstrained']['text'][:60]!r}`" for r in rows[:3]), "",
+                  "![formats](experiments/formats.png)", ""]
+    ppath = OUT / "answer_pairs.json"
+    if ppath.exists():
+        data = json.loads(ppath.read_text())
+        _plot_pairs(data, OUT / "answer_pairs.png")
+        lines += ["## 2. Answer ratio under constraints (seed 004, William/Theodore)", "",
+                  "Prompt `Question: ...\\nAnswer:` (raw, no chat template); constraint "
+                  "`( a| b)\\n`. The answer's end is scored as the answer followed by a newline "
+                  "(`\"\\n\"`), so each value sums every token sequence spelling `\" a\\n\"`. "
+                  "*unconstrained*: the model's own probability of those sequences (every "
+                  "tokenization, byte-fallback tokens included); *constrained*: the exact probability "
+                  "that the constrained sampler at temperature 1 produces the answer (enumerating the "
+                  "constrained tree); *canonical*: the same with `canonical=True`.", "",
+                  "| a / b | unconstrained | constrained | canonical | abs(canonical - unconstrained) "
+                  "| sequences (tree, a+b) | model calls | pruned q mass | seconds (tree / canonical) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in data["rows"]:
+            seqs = r["tree"][r["a"]]["sequences"] + r["tree"][r["b"]]["sequences"]
+            lines.append(f"| `{r['a']}` / `{r['b']}` | {r['unconstrained']:.5f} | {r['constrained']:.5f} | "
+                         f"{r['canonical']:.5f} | {abs(r['canonical'] - r['unconstrained']):.5f} | {seqs} | "
+                         f"{r['tree']['model_calls']} | {r['tree']['pruned']['q']:.1e} | "
+                         f"{r['seconds_tree']:.0f} / {r['seconds_canonical']:.0f} |")
+        lines += ["", "![answer pairs](experiments/answer_pairs.png)", ""]
+    lines += ["## 3, 4. Not run yet", "",
+              "Seed 003 Table 2 (skip rate and time per entry on the Pokedex template) and token budgets",
+              "on MaskBench schemas are not part of this script yet.", ""]
+    text = "\n".join(lines)
+    REPORT.write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke-sized runs")
+    parser.add_argument("--only", choices=sorted(EXPERIMENTS), action="append", help="run only these")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the report from saved JSON")
+    args = parser.parse_args(argv)
+    OUT.mkdir(exist_ok=True)
+    if not args.report_only:
+        pipe = load_pipeline()
+        for name in args.only or list(EXPERIMENTS):
+            print(f"experiment {name}", file=sys.stderr, flush=True)
+            data = EXPERIMENTS[name](pipe, args.quick)
+            data["quick"] = args.quick
+            (OUT / f"{name}.json").write_text(json.dumps(data, indent=1))
+    print(write_report())
+
+
+if __name__ == "__main__":
+    main()
