@@ -24,6 +24,7 @@ tests/unit/test_experiments_helpers.py.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
@@ -40,6 +41,11 @@ FORMAT_PROMPT = ("You will be given a multiple choice question with options A, B
                  "Format your answer with the following JSON format which uses double quotes, and nothing else:\n"
                  '{"Final Answer": "X"}\n'
                  "where X is the correct answer choice.\n\n")
+
+# how the answer's end is scored: "" = the answer is the whole output and its end is not scored
+# (seed 004's "token sequences leading to the answer"; under the constraint EOS is then forced),
+# "\n" = the answer followed by a newline, scored (the constrained sampler is forced through it)
+ENDINGS = ("", "\n")
 
 PAIRS = [  # (question, answer 1, answer 2); answer 1 is the true one
     ("What is the first name of the US president who was a member of the Sigma Alpha Epsilon fraternity?",
@@ -208,7 +214,7 @@ def _walk(pipe, prompt_ids: list[int], matcher, answers: tuple[str, str], prune:
     return out
 
 
-def _pair_values(pipe, prompt: str, a: str, b: str, canonical: bool, prune: float) -> dict:
+def _pair_values(pipe, prompt: str, a: str, b: str, canonical: bool, prune: float, end: str) -> dict:
     """For one pair, :func:`_walk` over the constrained tree of ``( a| b)\\n``, every
     tokenization (``canonical=False``) or only the tokenizer's own encodings of the two
     answers (``canonical=True``: tokamata's canonical mode refuses Gemma's SentencePiece BPE
@@ -217,12 +223,12 @@ def _pair_values(pipe, prompt: str, a: str, b: str, canonical: bool, prune: floa
 
     import tokamata
 
-    c = tokamata.compile_regex(f"({re.escape(a)}|{re.escape(b)})\n", pipe.vocab)
+    c = tokamata.compile_regex(f"({re.escape(a)}|{re.escape(b)}){re.escape(end)}", pipe.vocab)
     prompt_ids = pipe.backend.encode(prompt)
     children = None
     if canonical:
         llm = pipe.backend.llm
-        encodings = [list(llm.tokenize((x + "\n").encode(), add_bos=False, special=False)) for x in (a, b)]
+        encodings = [list(llm.tokenize((x + end).encode(), add_bos=False, special=False)) for x in (a, b)]
 
         def children(path: list[int]) -> set[int]:
             n = len(path)
@@ -234,23 +240,23 @@ def exp_answer_pairs(pipe, quick: bool) -> dict:
     """Seed 004: P(a) / (P(a) + P(b)) unconstrained, constrained, constrained canonical."""
     prune = 1e-6
     rows = []
-    for question, a, b in PAIRS[:2] if quick else PAIRS:
+    for (question, a, b), ending in itertools.product(PAIRS[:2] if quick else PAIRS, ENDINGS):
         prompt = f"Question: {question}\nAnswer:"
         start = time.perf_counter()
-        free = _pair_values(pipe, prompt, a, b, False, prune)
+        free = _pair_values(pipe, prompt, a, b, False, prune, ending)
         mid = time.perf_counter()
-        canon = _pair_values(pipe, prompt, a, b, True, prune)
+        canon = _pair_values(pipe, prompt, a, b, True, prune, ending)
         end = time.perf_counter()
-        row = {"question": question, "a": a, "b": b, "tree": free, "canonical_tree": canon,
+        row = {"question": question, "a": a, "b": b, "end": ending, "tree": free, "canonical_tree": canon,
                "unconstrained": ratio(free[a]["log_unconstrained"], free[b]["log_unconstrained"]),
                "constrained": ratio(free[a]["log_constrained"], free[b]["log_constrained"]),
                "canonical": ratio(canon[a]["log_constrained"], canon[b]["log_constrained"]),
                "unconstrained_canonical_only": ratio(canon[a]["log_unconstrained"], canon[b]["log_unconstrained"]),
                "seconds_tree": mid - start, "seconds_canonical": end - mid}
         rows.append(row)
-        print(f"  pair {a!r}/{b!r}: unc {row['unconstrained']:.5f} con {row['constrained']:.5f} "
+        print(f"  pair {a!r}/{b!r} end {ending!r}: unc {row['unconstrained']:.5f} con {row['constrained']:.5f} "
               f"canon {row['canonical']:.5f} ({mid - start:.1f} s + {end - mid:.1f} s)", file=sys.stderr, flush=True)
-    return {"end": "answer followed by a newline", "prune": prune, "rows": rows}
+    return {"prune": prune, "rows": rows}
 
 
 EXPERIMENTS = {"formats": exp_formats, "answer_pairs": exp_answer_pairs}
@@ -264,13 +270,14 @@ def _plot_pairs(data: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = data["rows"]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = plt.subplots(figsize=(9, 3.8))
     width = 0.27
     for i, (key, label) in enumerate((("unconstrained", "unconstrained (all tokenizations)"),
                                       ("constrained", "constrained, non-canonical"),
                                       ("canonical", "constrained, canonical"))):
         ax.bar([j + (i - 1) * width for j in range(len(rows))], [r[key] for r in rows], width, label=label)
-    ax.set_xticks(range(len(rows)), [f"{r['a'].strip()}/{r['b'].strip()}" for r in rows])
+    ax.set_xticks(range(len(rows)), [f"{r['a'].strip()}/{r['b'].strip()}" + ("\n+newline" if r.get("end") else "")
+                                     for r in rows], fontsize=7)
     ax.set_ylabel("P(a) / (P(a) + P(b))")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7)
@@ -329,25 +336,39 @@ def write_report() -> str:
         _plot_pairs(data, OUT / "answer_pairs.png")
         lines += ["## 2. Answer ratio under constraints (seed 004, William/Theodore)", "",
                   "Prompt `Question: ...\\nAnswer:` (raw, no chat template); constraint "
-                  "`( a| b)\\n`. The answer's end is scored as the answer followed by a newline "
-                  "(`\"\\n\"`), so each value sums every token sequence spelling `\" a\\n\"`. "
+                  "`( a| b)` + end. Two ways to score the answer's end (column *end*): `''` = the answer is "
+                  "the whole output and its end is not scored (seed 004's sum over the token sequences "
+                  "leading to the answer; under the constraint, EOS is then forced), `'\\n'` = the answer "
+                  "followed by a newline, scored (so every value sums the sequences spelling `\" a\\n\"`; the "
+                  "constrained sampler is forced through the newline, the model is not). "
                   "*unconstrained*: the model's own probability of those sequences (every "
                   "tokenization, byte-fallback tokens included); *constrained*: the exact probability "
                   "that the constrained sampler at temperature 1 produces the answer (enumerating the "
-                  "constrained tree); *canonical*: the same with `canonical=True`.", "",
-                  "| a / b | unconstrained | constrained | canonical | abs(canonical - unconstrained) "
+                  "constrained tree); *canonical*: the same restricted to the tokenizer's own encodings. "
+                  "tokamata's `canonical=True` refuses Gemma's SentencePiece BPE so far (`Unsupported: "
+                  "canonical sentencepiece BPE ... canonical masks support byte-level BPE`), so the canonical "
+                  "tree is emulated: for a two-sentence language it is the trie of the two encodings "
+                  "(llama.cpp's tokenizer, answer + end), renormalized over the trie's children at each step. "
+                  f"Subtrees whose p and q are both below {data.get('prune', 0):g} are not expanded; "
+                  "their summed q is the *pruned q mass* column (a bound on each value's error).", "",
+                  "| a / b | end | unconstrained | constrained | canonical | abs(canonical - unconstrained) "
                   "| sequences (tree, a+b) | model calls | pruned q mass | seconds (tree / canonical) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in data["rows"]:
             seqs = r["tree"][r["a"]]["sequences"] + r["tree"][r["b"]]["sequences"]
-            lines.append(f"| `{r['a']}` / `{r['b']}` | {r['unconstrained']:.5f} | {r['constrained']:.5f} | "
+            lines.append(f"| `{r['a']}` / `{r['b']}` | `{r.get('end', chr(10))!r}` | {r['unconstrained']:.5f} | "
+                         f"{r['constrained']:.5f} | "
                          f"{r['canonical']:.5f} | {abs(r['canonical'] - r['unconstrained']):.5f} | {seqs} | "
                          f"{r['tree']['model_calls']} | {r['tree']['pruned']['q']:.1e} | "
                          f"{r['seconds_tree']:.0f} / {r['seconds_canonical']:.0f} |")
         lines += ["", "![answer pairs](experiments/answer_pairs.png)", ""]
-    lines += ["## 3, 4. Not run yet", "",
-              "Seed 003 Table 2 (skip rate and time per entry on the Pokedex template) and token budgets",
-              "on MaskBench schemas are not part of this script yet.", ""]
+    lines += ["## 3, 4. Not run", "",
+              "- Seed 003 Table 2 (skip rate and time per entry on the Pokedex template, canonical on and off):",
+              "  not built. Canonical mode refuses Gemma 3's tokenizer (see above), so only the canonical-off",
+              "  half could run on this model; without canonical mode Gemma almost never forces a token",
+              "  (every byte also has a `<0xNN>` token), so the skip rate would be about 0.",
+              "- Token budgets on 50 MaskBench schemas: not built; `fill_bitmask(max_tokens=n)` is not on main",
+              "  yet (branch `budget`).", ""]
     text = "\n".join(lines)
     REPORT.write_text(text)
     return text
