@@ -327,6 +327,10 @@ def write_report() -> str:
                   "| decoding | conforming | rate | correct answer |", "|---|---|---|---|",
                   f"| unconstrained | {unc}/{len(rows)} | {unc / len(rows):.2f} | {acc_u}/{len(rows)} |",
                   f"| constrained | {con}/{len(rows)} | {con / len(rows):.2f} | {acc_c}/{len(rows)} |", "",
+                  "Constrained answer letters: " + ", ".join(
+                      f"{x} {sum(final_answer(r['constrained']['text']) == x for r in rows)}" for x in "ABCD")
+                  + f" (true letters: " + ", ".join(f"{x} {sum(r['answer'] == x for r in rows)}" for x in "ABCD")
+                  + "). The 270M model, unconstrained, echoes the instruction instead of answering.", "",
                   f"Run time {data['seconds']:.0f} s. First unconstrained outputs: "
                   + "; ".join(f"`{r['unconstrained']['text'][:60]!r}`" for r in rows[:3]), "",
                   "![formats](experiments/formats.png)", ""]
