@@ -130,11 +130,9 @@ bench-json-schema-full: $(BUILT) $(VOCABS)
 
 # the seeds' experiments on the real Gemma 3 270M (CPU, minutes; not part of `make test`)
 experiments: $(BUILT) $(VOCABS)
-	$(PY) -c "import matplotlib" 2>/dev/null || $(PIP) install -q -c constraints.txt matplotlib
 	$(PY) benchmarks/experiments.py
 
 experiments-quick: $(BUILT) $(VOCABS)
-	$(PY) -c "import matplotlib" 2>/dev/null || $(PIP) install -q -c constraints.txt matplotlib
 	$(PY) benchmarks/experiments.py --quick
 
 install: $(BUILT) $(VOCABS)
