@@ -90,6 +90,7 @@ def files(tmp_path):
     (tmp_path / "g.lark").write_text(GRAMMAR)
     (tmp_path / "g.gbnf").write_text(GBNF)
     (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "t.json").write_text(json.dumps(TAG))
     (tmp_path / "bad.lark").write_text('start: "a"\n  | b c\nb: "x"\n')
     (tmp_path / "bad.json").write_text("{not json")
     return tmp_path
@@ -97,7 +98,8 @@ def files(tmp_path):
 
 def _kinds(files):
     return {"regex": ["--regex", r"\(\d+\)"], "grammar": ["--grammar", str(files / "g.lark")],
-            "gbnf": ["--gbnf", str(files / "g.gbnf")], "json": ["--json"], "schema": ["--schema", str(files / "s.json")]}
+            "gbnf": ["--gbnf", str(files / "g.gbnf")], "json": ["--json"], "schema": ["--schema", str(files / "s.json")],
+            "structural_tag": ["--structural-tag", str(files / "t.json")]}
 
 
 def test_version():
@@ -107,7 +109,11 @@ def test_version():
     assert out.returncode == 0 and out.stdout.strip() == f"tokamata {tokamata.__version__}"
 
 
-@pytest.mark.parametrize("kind", ["regex", "grammar", "gbnf", "json", "schema"])
+TAG = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<n>"], "tags": [
+    {"begin": "<n>", "content": {"type": "regex", "pattern": "[0-9]+"}, "end": "</n>"}]}}
+
+
+@pytest.mark.parametrize("kind", ["regex", "grammar", "gbnf", "json", "schema", "structural_tag"])
 def test_check_every_kind(files, kind, capsys):
     assert main(["check", *_kinds(files)[kind]]) == 0
     out = capsys.readouterr().out
@@ -119,7 +125,7 @@ def test_check_every_kind(files, kind, capsys):
 
 @pytest.mark.parametrize("kind,prefix,expect", [
     ("regex", "(12", b"')'"), ("grammar", "(1,", b"'2'"), ("gbnf", "(", b"'7'"),
-    ("json", "[", b"'true'"), ("schema", '{"n":', b"'5'")])
+    ("json", "[", b"'true'"), ("schema", '{"n":', b"'5'"), ("structural_tag", "x <n>", b"'5'")])
 def test_mask_every_kind(files, llama3_json, kind, prefix, expect, capsys):
     assert main(["mask", *_kinds(files)[kind], "--tokenizer-json", llama3_json, "--prefix", prefix,
                  "--limit", "-1"]) == 0
@@ -164,7 +170,19 @@ def test_characters_filter_from_the_command_line(llama3_json, capsys):
     assert allowed and all(set(tok.decode([t])) <= {"a", "b"} for t in allowed)
 
 
+def test_canonical_from_the_command_line(llama3_json, capsys):
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(llama3_json)
+    words = ["hello world", "help world", "helium world"]
+    assert main(["mask", "--regex", "(hello|help|helium) world", "--canonical", "--tokenizer-json", llama3_json,
+                 "--format", "json"]) == 0
+    allowed = json.loads(capsys.readouterr().out)["allowed"]
+    assert sorted(allowed) == sorted({tok.encode(w, add_special_tokens=False).ids[0] for w in words})
+
+
 @pytest.mark.parametrize("argv,message", [
+    (["check", "--regex", "a", "--canonical"], "--canonical needs the tokenizer"),
     (["check", "--grammar", "/nonexistent.lark"], "does not exist"),
     (["check", "--schema", "BAD"], "is not JSON"),
     (["mask", "--regex", "a", "--gguf", "/nonexistent.gguf"], "does not exist"),

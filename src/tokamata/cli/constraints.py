@@ -30,15 +30,16 @@ class CliError(Exception):
 
 @dataclass(frozen=True)
 class Spec:
-    """A constraint as the user gave it: ``kind`` (regex, grammar, gbnf, json, schema), its
-    text (a pattern, grammar text, schema JSON text; empty for ``json``), where it came from,
-    and the character filter."""
+    """A constraint as the user gave it: ``kind`` (regex, grammar, gbnf, json, schema, type,
+    structural_tag), its text (a pattern, grammar text, schema or structural tag JSON text;
+    empty for ``json``), where it came from, the character filter and canonical mode."""
 
     kind: str
     text: str
     origin: str
     characters: str | None = None
     syntax: str = "json"
+    canonical: bool = False
 
     def describe(self, width: int = 160) -> str:
         body = {"regex": f"/{self.text}/", "json": "any JSON value",
@@ -56,12 +57,17 @@ def add_constraint_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--gbnf", metavar="FILE", help="a llama.cpp GBNF grammar file (start rule: root)")
     group.add_argument("--json", dest="any_json", action="store_true", help="any JSON value")
     group.add_argument("--schema", metavar="FILE", help="a JSON Schema file")
+    group.add_argument("--structural-tag", dest="structural_tag", metavar="FILE",
+                       help="a structural tag (the JSON vLLM, SGLang and XGrammar take): free text with tagged sections")
     group.add_argument("--type", dest="python_type", metavar="MODULE:CLASS",
                        help="a Python type (a dataclass, a pydantic model, ...), imported from the current folder or sys.path")
     parser.add_argument("--syntax", choices=("json", "python"), default="json",
                         help="with --type: the value as JSON (default) or as a Python constructor call")
     parser.add_argument("--characters", metavar="SET",
                         help="restrict every generated character: ascii, latin, hangul, cjk or a class like '[a-z ]'")
+    parser.add_argument("--canonical", action="store_true",
+                        help="only the tokenizer's own tokenizations of the text (canonical BPE; needs the "
+                             "tokenizer: GPT-2, Llama 3 or Qwen2 style byte-level BPE)")
 
 
 def _read(path: str, what: str) -> str:
@@ -76,23 +82,26 @@ def _read(path: str, what: str) -> str:
 
 def spec_from_args(args: argparse.Namespace) -> Spec:
     characters = getattr(args, "characters", None)
+    canonical = bool(getattr(args, "canonical", False))
     if args.regex is not None:
-        return Spec("regex", args.regex, "--regex", characters)
+        return Spec("regex", args.regex, "--regex", characters, canonical=canonical)
     if args.grammar is not None:
-        return Spec("grammar", _read(args.grammar, "grammar"), args.grammar, characters)
+        return Spec("grammar", _read(args.grammar, "grammar"), args.grammar, characters, canonical=canonical)
     if args.gbnf is not None:
-        return Spec("gbnf", _read(args.gbnf, "GBNF grammar"), args.gbnf, characters)
+        return Spec("gbnf", _read(args.gbnf, "GBNF grammar"), args.gbnf, characters, canonical=canonical)
     if getattr(args, "python_type", None) is not None:
         load_type(args.python_type)  # (fails fast: before any vocabulary or model is read)
-        return Spec("type", args.python_type, "--type", characters, args.syntax)
-    if args.schema is not None:
-        text = _read(args.schema, "schema")
-        try:
-            json.loads(text)
-        except ValueError as exc:
-            raise CliError(f"the schema file {args.schema!r} is not JSON: {exc}") from None
-        return Spec("schema", text, args.schema, characters)
-    return Spec("json", "", "--json", characters)
+        return Spec("type", args.python_type, "--type", characters, args.syntax, canonical)
+    for kind, path, what in (("schema", args.schema, "schema"),
+                             ("structural_tag", getattr(args, "structural_tag", None), "structural tag")):
+        if path is not None:
+            text = _read(path, what)
+            try:
+                json.loads(text)
+            except ValueError as exc:
+                raise CliError(f"the {what} file {path!r} is not JSON: {exc}") from None
+            return Spec(kind, text, path, characters, canonical=canonical)
+    return Spec("json", "", "--json", characters, canonical=canonical)
 
 
 def load_type(name: str) -> Any:
@@ -118,24 +127,27 @@ def load_type(name: str) -> Any:
     return found
 
 
-def compile_spec(spec: Spec, vocab) -> tuple[Any, float]:
-    """(constraint, seconds to compile)."""
+def compile_spec(spec: Spec, vocab, canonical: bool | None = None) -> tuple[Any, float]:
+    """(constraint, seconds to compile); ``canonical`` overrides the spec's (a check over the
+    byte vocabulary has no tokenizer to be canonical for)."""
     import tokamata
 
     start = time.perf_counter()
-    characters = spec.characters
+    options = {"characters": spec.characters, "canonical": spec.canonical if canonical is None else canonical}
     if spec.kind == "regex":
-        constraint = tokamata.compile_regex(spec.text, vocab, characters=characters)
+        constraint = tokamata.compile_regex(spec.text, vocab, **options)
     elif spec.kind == "grammar":
-        constraint = tokamata.compile_grammar(spec.text, vocab, characters=characters)
+        constraint = tokamata.compile_grammar(spec.text, vocab, **options)
     elif spec.kind == "gbnf":
-        constraint = tokamata.compile_gbnf(spec.text, vocab, characters=characters)
+        constraint = tokamata.compile_gbnf(spec.text, vocab, **options)
     elif spec.kind == "schema":
-        constraint = tokamata.compile_json_schema(spec.text, vocab, characters=characters)
+        constraint = tokamata.compile_json_schema(spec.text, vocab, **options)
+    elif spec.kind == "structural_tag":
+        constraint = tokamata.compile_structural_tag(spec.text, vocab, **options)
     elif spec.kind == "type":
-        constraint = tokamata.compile_type(load_type(spec.text), vocab, syntax=spec.syntax, characters=characters)
+        constraint = tokamata.compile_type(load_type(spec.text), vocab, syntax=spec.syntax, **options)
     else:
-        constraint = tokamata.compile_json(vocab, characters=characters)
+        constraint = tokamata.compile_json(vocab, **options)
     return constraint, time.perf_counter() - start
 
 

@@ -130,7 +130,7 @@ def _generate_llama(model_path: str, spec: Spec, args: argparse.Namespace, promp
 def cmd_generate(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.output_format == "json")
     spec = spec_from_args(args)
-    compile_spec(spec, byte_vocabulary())  # fail fast, before loading a model
+    compile_spec(spec, byte_vocabulary(), canonical=False)  # fail fast, before loading a model
     model = resolve_model(args)
     prompt = GEMMA_CHAT.format(args.prompt) if args.chat else args.prompt
     run = _generate_transformers if os.path.isdir(model) else _generate_llama
