@@ -133,21 +133,22 @@ def compile_spec(spec: Spec, vocab, canonical: bool | None = None) -> tuple[Any,
     import tokamata
 
     start = time.perf_counter()
-    options = {"characters": spec.characters, "canonical": spec.canonical if canonical is None else canonical}
+    chars, canon = spec.characters, spec.canonical if canonical is None else canonical
     if spec.kind == "regex":
-        constraint = tokamata.compile_regex(spec.text, vocab, **options)
+        constraint = tokamata.compile_regex(spec.text, vocab, characters=chars, canonical=canon)
     elif spec.kind == "grammar":
-        constraint = tokamata.compile_grammar(spec.text, vocab, **options)
+        constraint = tokamata.compile_grammar(spec.text, vocab, characters=chars, canonical=canon)
     elif spec.kind == "gbnf":
-        constraint = tokamata.compile_gbnf(spec.text, vocab, **options)
+        constraint = tokamata.compile_gbnf(spec.text, vocab, characters=chars, canonical=canon)
     elif spec.kind == "schema":
-        constraint = tokamata.compile_json_schema(spec.text, vocab, **options)
+        constraint = tokamata.compile_json_schema(spec.text, vocab, characters=chars, canonical=canon)
     elif spec.kind == "structural_tag":
-        constraint = tokamata.compile_structural_tag(spec.text, vocab, **options)
+        constraint = tokamata.compile_structural_tag(spec.text, vocab, characters=chars, canonical=canon)
     elif spec.kind == "type":
-        constraint = tokamata.compile_type(load_type(spec.text), vocab, syntax=spec.syntax, **options)
+        constraint = tokamata.compile_type(load_type(spec.text), vocab, syntax=spec.syntax, characters=chars,
+                                           canonical=canon)
     else:
-        constraint = tokamata.compile_json(vocab, **options)
+        constraint = tokamata.compile_json(vocab, characters=chars, canonical=canon)
     return constraint, time.perf_counter() - start
 
 
