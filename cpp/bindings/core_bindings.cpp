@@ -296,6 +296,39 @@ void check_state(const RegexCore& core, int32_t state) {
   if (state < 0 || state >= core.num_states()) throw nb::value_error("lexer state out of range");
 }
 
+// The rows of a batch fill: checks every matcher and row index (before anything is written),
+// then runs fill(i, row, width) for every i without the GIL, one work item per distinct matcher
+// (a matcher is used by one thread at a time). fill_bitmasks and fill_bitmasks_budget share it.
+template <class Fill>
+void fill_rows(const std::vector<MatcherCore*>& matchers, Bitmask& bitmask, const I32Array& indices, int threads,
+               Fill fill) {
+  if (indices.shape(0) != matchers.size()) throw nb::value_error("one row index per matcher");
+  const int64_t width = static_cast<int64_t>(bitmask.shape(1));
+  for (size_t i = 0; i < matchers.size(); ++i) {
+    if (indices.data()[i] < 0 || indices.data()[i] >= static_cast<int64_t>(bitmask.shape(0)))
+      throw nb::index_error("bitmask row index out of range");
+    if (!matchers[i]) throw nb::value_error("None is not a matcher");
+    if (width < matchers[i]->constraint().num_words()) throw nb::value_error("bitmask too narrow");
+  }
+  uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
+  const int32_t* rows = indices.data();
+  std::vector<size_t> order(matchers.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
+  std::vector<size_t> groups;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
+  }
+  groups.push_back(order.size());
+  nb::gil_scoped_release release;
+  WorkerPool::instance().run(threads, groups.size() - 1, [&](size_t g) {
+    for (size_t k = groups[g]; k < groups[g + 1]; ++k) {
+      const size_t i = order[k];
+      fill(i, base + rows[i] * width, width);
+    }
+  });
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -614,32 +647,8 @@ NB_MODULE(_core, m) {
       });
 
   m.def("fill_bitmasks", [](std::vector<MatcherCore*> matchers, Bitmask bitmask, I32Array indices, int threads) {
-    if (indices.shape(0) != matchers.size()) throw nb::value_error("one row index per matcher");
-    const int64_t width = static_cast<int64_t>(bitmask.shape(1));
-    for (size_t i = 0; i < matchers.size(); ++i) {
-      if (indices.data()[i] < 0 || indices.data()[i] >= static_cast<int64_t>(bitmask.shape(0)))
-        throw nb::index_error("bitmask row index out of range");
-      if (!matchers[i]) throw nb::value_error("None is not a matcher");
-      if (width < matchers[i]->constraint().num_words()) throw nb::value_error("bitmask too narrow");
-    }
-    uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
-    const int32_t* rows = indices.data();
-    // one work item per distinct matcher (a matcher is used by one thread at a time)
-    std::vector<size_t> order(matchers.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
-    std::vector<size_t> groups;
-    for (size_t k = 0; k < order.size(); ++k) {
-      if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
-    }
-    groups.push_back(order.size());
-    nb::gil_scoped_release release;
-    WorkerPool::instance().run(threads, groups.size() - 1, [&](size_t g) {
-      for (size_t k = groups[g]; k < groups[g + 1]; ++k) {
-        const size_t i = order[k];
-        matchers[i]->fill(base + rows[i] * width, width);
-      }
-    });
+    fill_rows(matchers, bitmask, indices, threads,
+              [&](size_t i, uint32_t* row, int64_t width) { matchers[i]->fill(row, width); });
   }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a, "threads"_a = 1);
 
   m.def("fill_bitmasks_draft", &fill_drafts, "matchers"_a, "tokens"_a, "offsets"_a, "bitmask"_a.noconvert(), "starts"_a,
@@ -648,33 +657,13 @@ NB_MODULE(_core, m) {
   // fill_bitmasks with a token budget per matcher (>= 1 each)
   m.def("fill_bitmasks_budget", [](std::vector<MatcherCore*> matchers, Bitmask bitmask, I32Array indices, I32Array budgets,
                                    int64_t max_states, int threads) {
-    if (indices.shape(0) != matchers.size() || budgets.shape(0) != matchers.size())
-      throw nb::value_error("one row index and one budget per matcher");
-    const int64_t width = static_cast<int64_t>(bitmask.shape(1));
-    for (size_t i = 0; i < matchers.size(); ++i) {
-      if (indices.data()[i] < 0 || indices.data()[i] >= static_cast<int64_t>(bitmask.shape(0)))
-        throw nb::index_error("bitmask row index out of range");
-      if (!matchers[i]) throw nb::value_error("None is not a matcher");
-      if (width < matchers[i]->constraint().num_words()) throw nb::value_error("bitmask too narrow");
-      if (budgets.data()[i] < 1) throw nb::value_error("a budget is at least 1 token");
-    }
-    uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
-    const int32_t* rows = indices.data();
+    if (budgets.shape(0) != matchers.size()) throw nb::value_error("one budget per matcher");
     const int32_t* budget = budgets.data();
-    std::vector<size_t> order(matchers.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
-    std::vector<size_t> groups;
-    for (size_t k = 0; k < order.size(); ++k) {
-      if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
+    for (size_t i = 0; i < matchers.size(); ++i) {
+      if (budget[i] < 1) throw nb::value_error("a budget is at least 1 token");
     }
-    groups.push_back(order.size());
-    nb::gil_scoped_release release;
-    WorkerPool::instance().run(threads, groups.size() - 1, [&](size_t g) {
-      for (size_t k = groups[g]; k < groups[g + 1]; ++k) {
-        const size_t i = order[k];
-        matchers[i]->fill_budget(base + rows[i] * width, width, budget[i], max_states);
-      }
+    fill_rows(matchers, bitmask, indices, threads, [&](size_t i, uint32_t* row, int64_t width) {
+      matchers[i]->fill_budget(row, width, budget[i], max_states);
     });
   }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a, "budgets"_a, "max_states"_a, "threads"_a = 1);
 }
