@@ -41,6 +41,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -348,16 +349,18 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
             if isinstance(m, Matcher):
                 m._check_budget()
     try:
-        cores = [m._core for m in matchers]
-        engines = [getattr(c, "core", c) for c in cores]  # a canonical matcher's engine, filtered after
+        cores = list(map(_CORE_OF, matchers))  # (C-level loops: this part runs on one thread)
+        native = set(map(type, cores)) <= _NATIVE_CORES
+        engines = cores if native else [getattr(c, "core", c) for c in cores]  # a canonical engine, filtered after
         if budgets is None:
             _core.fill_bitmasks(engines, bitmask, rows, int(threads))
         else:
             limit = min((m.constraint.limits.max_budget_states for m in matchers), default=1)
             _core.fill_bitmasks_budget(engines, bitmask, rows, budgets, limit, int(threads))
-        for c, row in zip(cores, rows.tolist()):
-            if c is not getattr(c, "core", c):
-                c.filter_row(bitmask, row)
+        if not native:
+            for c, row in zip(cores, rows.tolist()):
+                if c is not getattr(c, "core", c):
+                    c.filter_row(bitmask, row)
     except (AttributeError, TypeError, ValueError, IndexError):
         # name what is wrong: the matchers, the bitmask, or the rows (nothing was written)
         for m in matchers:
@@ -484,6 +487,10 @@ def _row_index(index) -> int:
 
 _ROWS = np.arange(1024, dtype=np.int32)
 _ROWS.setflags(write=False)
+#: a matcher's core, read without a Python-level loop (fill_bitmasks' serial part)
+_CORE_OF = attrgetter("_core")
+#: core types whose rows the native batch fill writes completely (no filter after it)
+_NATIVE_CORES = frozenset({_core.MatcherCore})
 
 
 def _token_id(token_id) -> int:
