@@ -258,8 +258,11 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
     limits = _limits(limits)
     allowed = _characters(characters)
     with compile_deadline(limits):
-        grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry))
+        report: list = []  # (the %json schemas' approximations)
+        grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry),
+                             report=report)
         return _constraint(grammar, vocab, limits, "lark grammar", allowed, canonical=_canonical(canonical), source=text,
+                           approximations=tuple(report),
                            recipe=_recipe("grammar", text, start=start, limits=limits, registry=registry,
                                           characters=characters, canonical=canonical))
 

@@ -252,6 +252,17 @@ def test_json_in_grammars(tokenizer):
     assert info.value.span == (17, 20) and info.value.column == 18
 
 
+def test_json_in_grammars_reports_its_spelling(tokenizer):
+    """The report of a grammar holds its %json schemas' approximations, each naming where
+    the %json is (natural spelling is reported; `any` is exact and reports nothing)."""
+    natural = tokamata.compile_grammar('start: "n=" %json {"type": "integer"}\n  | "m=" %json any {"type": "integer"}',
+                                       tokenizer.vocab)
+    assert len(natural.report()) == 1, natural.report()
+    assert natural.report()[0].startswith("spelling at /: natural")
+    assert natural.report()[0].endswith("(the %json at line 1, column 13)")
+    assert tokamata.compile_grammar('start: "n=" %json any {"type": "integer"}', tokenizer.vocab).report() == []
+
+
 # -- the shape-keeping rewrite --------------------------------------------------------------
 def _string_languages():
     """String languages as the schema compiler builds them (every spelling)."""

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..automata import derivatives as d
@@ -91,13 +91,15 @@ __all__ = ["parse_lark"]
 
 
 def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: str = "start",
-               registry=None) -> Grammar:
+               registry=None, report: list | None = None) -> Grammar:
     """Compile Lark grammar ``text`` to the grammar IR, starting at rule ``start``.
 
     ``vocab`` (a :class:`tokamata.Vocabulary`, or ``None`` for grammars without special
     tokens) resolves ``<|name|>`` and ``<[id]>``. ``registry`` (absolute URI -> schema
     document) serves ``$ref``s of ``%json`` schemas into other documents, as for
-    :func:`tokamata.compile_json_schema`.
+    :func:`tokamata.compile_json_schema`. ``report`` (a list), when given, receives the
+    approximations of the ``%json`` schemas (their JSON Schema report, each detail naming the
+    ``%json``'s line and column).
 
     >>> from tokamata.limits import Limits
     >>> g = parse_lark('start: "a" NUMBER+\\n%import common.NUMBER\\n%ignore " "', None, Limits())
@@ -109,7 +111,7 @@ def parse_lark(text: str, vocab: Vocabulary | None, limits: Limits, *, start: st
     try:
         with compile_deadline(limits):
             source, statements = parse_statements(text, limits)
-            return _Lowering(source, vocab, limits, registry).run(statements, start)
+            return _Lowering(source, vocab, limits, registry, report).run(statements, start)
     except RecursionError:  # (nesting is checked; a max_nesting_depth raised past Python's limit)
         raise LimitExceeded("max_nesting_depth", "more than Python's recursion limit",
                             limits.max_nesting_depth) from None
@@ -123,8 +125,10 @@ class _TerminalDef:
 
 
 class _Lowering:
-    def __init__(self, source: Source, vocab: Vocabulary | None, limits: Limits, registry=None) -> None:
+    def __init__(self, source: Source, vocab: Vocabulary | None, limits: Limits, registry=None,
+                 report: list | None = None) -> None:
         self.source = source
+        self.report = report if report is not None else []
         self.vocab = vocab
         self.limits = limits
         self.registry = registry
@@ -263,7 +267,7 @@ class _Lowering:
         if isinstance(node, Special):
             return [b.special_terminal(node.raw, self.special_ids(node), origin)]
         if isinstance(node, Json):
-            return [_embed_json_schema(node.schema, b, node.span, self.registry, node.spelling)]
+            return [_embed_json_schema(node.schema, b, node.span, self.registry, node.spelling, self.report)]
         if isinstance(node, Extension) and node.name in ext.TOKEN_WILDCARDS:
             return self.wildcard(node, origin)
         if isinstance(node, Extension) and node.delimiter is not None:
@@ -477,21 +481,25 @@ def _extend(old: Node, new: Node) -> Node:
 
 
 def _embed_json_schema(schema: object, builder: GrammarBuilder, span: Span, registry=None,
-                       spelling: str = "natural") -> int:
+                       spelling: str = "natural", report: list | None = None) -> int:
     """The symbol deriving the JSON texts ``schema`` accepts (compact JSON, schema property
     order, as ``tokamata.compile_json_schema`` with default options, in ``spelling``), embedded into
     ``builder``. Errors from the schema keep their class, message, keyword and JSON pointer;
-    their text, span, line and column become those of the ``%json`` in the grammar."""
+    their text, span, line and column become those of the ``%json`` in the grammar. The schema's
+    approximations go to ``report``, each detail naming where the ``%json`` is."""
     from .json_schema import schema_to_grammar
 
     source = Source(builder.source)
     line, column = source.origin(span[0])
     try:
-        sub, _ = schema_to_grammar(schema, builder.limits, spelling=spelling, registry=registry)
+        sub, approximations = schema_to_grammar(schema, builder.limits, spelling=spelling, registry=registry)
     except SchemaError as error:
         raise SchemaError(error.message, pointer=error.pointer, text=builder.source, span=span, line=line,
                           column=column) from None
     except Unsupported as error:
         raise Unsupported(error.keyword, error.reason, pointer=error.pointer, text=builder.source, span=span,
                           line=line, column=column) from None
+    if report is not None:
+        report.extend(replace(a, detail=f"{a.detail} (the %json at line {line}, column {column})")
+                      for a in approximations)
     return builder.embed(sub, f"__json{span[0]}_", (line, column), span)
