@@ -392,7 +392,8 @@ NB_MODULE(_core, m) {
 
   nb::class_<SharedRowCache>(m, "SharedRowCache")
       .def(nb::new_([](size_t max_rows) { return std::make_shared<SharedRowCache>(max_rows); }), "max_rows"_a)
-      .def_prop_ro("size", &SharedRowCache::size);
+      .def_prop_ro("size", &SharedRowCache::size)
+      .def_prop_ro("evictions", &SharedRowCache::evictions);
 
   nb::class_<RegexCore>(m, "RegexCore")
       .def_prop_ro("num_states", &RegexCore::num_states)
@@ -497,7 +498,8 @@ NB_MODULE(_core, m) {
 
   nb::class_<SharedEventCache>(m, "SharedEventCache")
       .def(nb::new_([](size_t max_lists) { return std::make_shared<SharedEventCache>(max_lists); }), "max_lists"_a)
-      .def_prop_ro("size", &SharedEventCache::size);
+      .def_prop_ro("size", &SharedEventCache::size)
+      .def_prop_ro("evictions", &SharedEventCache::evictions);
 
   nb::class_<GrammarRules>(m, "GrammarRules")
       .def(nb::new_(&make_grammar_rules), "lhs"_a, "rhs_offsets"_a, "rhs"_a, "num_nonterminals"_a, "num_terminals"_a)

@@ -218,11 +218,31 @@ TEST(dfa_rows_are_shared_by_key_across_cores) {
   const int32_t next = second->advance_expanding(0, aab);
   CHECK(next >= 0);
   if (next >= 0) CHECK_EQ(second_lexer->node(next), derivative_by(*arena, regex.id, "aab"));
-  SharedRowCache tiny(1);  // bounded: once full, nothing is added
-  tiny.insert(1, std::make_shared<TokenRow>());
-  tiny.insert(2, std::make_shared<TokenRow>());
-  CHECK_EQ(tiny.size(), 1u);
+}
+
+TEST(shared_row_cache_evicts_only_rows_nobody_holds) {
+  SharedRowCache tiny(2);
+  auto held = std::make_shared<TokenRow>();
+  tiny.insert(1, held);                          // a core holds row 1
+  tiny.insert(2, std::make_shared<TokenRow>());  // row 2: only the cache
+  CHECK_EQ(tiny.size(), 2u);
+  tiny.insert(3, std::make_shared<TokenRow>());  // full: row 2 makes room, row 1 stays
+  CHECK_EQ(tiny.size(), 2u);
+  CHECK(tiny.find(1) == held);
   CHECK(tiny.find(2) == nullptr);
+  CHECK(tiny.find(3) != nullptr);
+  CHECK_EQ(tiny.evictions(), 1u);
+  auto kept = tiny.find(3);                      // now both rows are held: nothing is added
+  tiny.insert(4, std::make_shared<TokenRow>());
+  CHECK(tiny.find(4) == nullptr);
+  CHECK_EQ(tiny.size(), 2u);
+  kept.reset();                                  // row 3 is free again, but was just found:
+  tiny.insert(5, std::make_shared<TokenRow>());  // a second chance, then evicted
+  CHECK(tiny.find(5) != nullptr);
+  CHECK(tiny.find(3) == nullptr);
+  SharedRowCache none(0);                        // a zero bound holds nothing
+  none.insert(1, std::make_shared<TokenRow>());
+  CHECK_EQ(none.size(), 0u);
 }
 
 TEST(dfa_expansion_computes_the_requested_run_of_intervals) {

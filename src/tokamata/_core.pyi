@@ -39,6 +39,9 @@ class SharedRowCache:
     def __init__(self, max_rows: int) -> None: ...
     @property
     def size(self) -> int: ...
+    @property
+    def evictions(self) -> int:
+        """Entries dropped to make room (CLOCK: only those no constraint holds)."""
 
 class RegexCore:
     """A lazily expanded byte DFA (a native lexer DFA) bound to a trie, with its per-state
@@ -105,6 +108,9 @@ class SharedEventCache:
     def __init__(self, max_lists: int) -> None: ...
     @property
     def size(self) -> int: ...
+    @property
+    def evictions(self) -> int:
+        """Entries dropped to make room (CLOCK: only those no constraint holds)."""
 
 class GrammarRules:
     """A grammar's rules as flat arrays: rule ``r`` is ``lhs[r] -> rhs[rhs_offsets[r]:

@@ -16,7 +16,8 @@ Invariants:
   (its ``evict``, else its ``clear``). So a process that compiles constraint after constraint
   holds at most the bound plus what one compile adds, plus what live constraints hold.
 - Per-vocabulary token-row caches hold at most ``CacheBounds.shared_rows_bytes`` of rows each
-  (:func:`shared_row_capacity`); once full, a new row stays with the constraint that made it.
+  (:func:`shared_row_capacity`); once full, a new row replaces one that no live constraint
+  holds and that was not used lately (CLOCK), else it stays with the constraint that made it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class CacheBounds:
         with their memoized derivatives, the native expression arena) hold together between
         compiles; past it, the largest is dropped at the start of the next compile.
     :param shared_rows_bytes: the most token rows one vocabulary's shared row cache holds
-        (each row is ``ceil(V/32) * 4`` bytes; once full, new rows are not shared).
+        (each row is ``ceil(V/32) * 4`` bytes; once full, a new row replaces one no live constraint
+        holds, else it is not shared).
 
     >>> import tokamata
     >>> tokamata.cache_bounds().process_bytes // 2**20

@@ -113,6 +113,27 @@ def test_shared_rows_hold_at_most_their_byte_bound(bounds):
     assert 0 < shared_rows(vocab).size <= 8
 
 
+def test_a_full_row_cache_makes_room_from_dropped_constraints(bounds):
+    """Rows of constraints that were dropped are evicted for new ones (a long-lived server keeps
+    sharing the rows of the constraints it serves now, not of the first ones it saw); the masks
+    stay those of a fresh process's compile."""
+    tok = llama3()
+    vocab = tok.vocab
+    row_bytes = ((vocab.size + 31) // 32) * 4
+    tokamata.set_cache_bounds(shared_rows_bytes=4 * row_bytes)
+    tokamata.clear_caches(vocab)
+    buf = tokamata.allocate_bitmask(1, vocab.size)
+    for i in range(6):  # each compiled, walked, dropped
+        walk(tokamata.compile_json_schema(distinct_schema(i), vocab), tok.encode(instance(i)), buf)
+    assert shared_rows(vocab).size == 4 and shared_rows(vocab).evictions > 0
+    late = [walk(tokamata.compile_json_schema(distinct_schema(i), vocab), tok.encode(instance(i)), buf)
+            for i in (17, 29)]
+    tokamata.set_cache_bounds(shared_rows_bytes=16 * 2 ** 20)
+    tokamata.clear_caches()
+    assert late == [walk(tokamata.compile_json_schema(distinct_schema(i), vocab), tok.encode(instance(i)), buf)
+                    for i in (17, 29)]
+
+
 @pytest.mark.parametrize("fields", [{"process_bytes": -1}, {"shared_rows_bytes": 1.5}, {"process_bytes": True}])
 def test_bad_bounds_are_refused(fields):
     with pytest.raises(tokamata.InvalidArgument):

@@ -81,30 +81,9 @@ struct SubtreeData {
 };
 
 // Boundary-event nodes by structural lexer-state key, shared by every grammar over one
-// vocabulary (like SharedRowCache). Holds node indices only: a grammar recomputes the lexer
-// states at those nodes by running its DFA along each node's path.
-class SharedEventCache {
- public:
-  explicit SharedEventCache(size_t max_lists) : max_lists_(max_lists) {}
-  std::shared_ptr<const std::vector<uint32_t>> find(int64_t key) const {
-    std::lock_guard<std::mutex> guard(mu_);
-    auto it = lists_.find(key);
-    return it == lists_.end() ? nullptr : it->second;
-  }
-  void insert(int64_t key, std::shared_ptr<const std::vector<uint32_t>> nodes) {
-    std::lock_guard<std::mutex> guard(mu_);
-    if (lists_.size() < max_lists_) lists_.emplace(key, std::move(nodes));
-  }
-  size_t size() const {
-    std::lock_guard<std::mutex> guard(mu_);
-    return lists_.size();
-  }
-
- private:
-  size_t max_lists_;
-  mutable std::mutex mu_;
-  std::unordered_map<int64_t, std::shared_ptr<const std::vector<uint32_t>>> lists_;
-};
+// vocabulary (like SharedRowCache; shared_cache.hpp). Holds node indices only: a grammar
+// recomputes the lexer states at those nodes by running its DFA along each node's path.
+using SharedEventCache = SharedCache<const std::vector<uint32_t>>;
 
 class GrammarCore {
  public:

@@ -31,6 +31,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokamata/shared_cache.hpp"
+
 #include "tokamata/token_trie.hpp"
 
 namespace tokamata {
@@ -146,30 +148,9 @@ struct TokenRow {
   }
 };
 
-// Rows by structural state key, shared by every constraint over one vocabulary. Bounded:
-// once full, new rows are not added (existing ones stay valid; holders keep them alive).
-class SharedRowCache {
- public:
-  explicit SharedRowCache(size_t max_rows) : max_rows_(max_rows) {}
-  std::shared_ptr<const TokenRow> find(int64_t key) const {
-    std::lock_guard<std::mutex> guard(mu_);
-    auto it = rows_.find(key);
-    return it == rows_.end() ? nullptr : it->second;
-  }
-  void insert(int64_t key, std::shared_ptr<const TokenRow> row) {
-    std::lock_guard<std::mutex> guard(mu_);
-    if (rows_.size() < max_rows_) rows_.emplace(key, std::move(row));
-  }
-  size_t size() const {
-    std::lock_guard<std::mutex> guard(mu_);
-    return rows_.size();
-  }
-
- private:
-  size_t max_rows_;
-  mutable std::mutex mu_;
-  std::unordered_map<int64_t, std::shared_ptr<const TokenRow>> rows_;
-};
+// Rows by structural state key, shared by every constraint over one vocabulary (bounded,
+// CLOCK eviction of rows no core holds: shared_cache.hpp).
+using SharedRowCache = SharedCache<const TokenRow>;
 
 class TokenSlices;
 
