@@ -10,12 +10,14 @@ property assertion).
 
 Invariants:
 - every input gets a verdict within ``timeout`` seconds (``TOKAMATA_FUZZ_TIMEOUT``, default 10)
+  of the worker's CPU time, and within ``WALL_FACTOR`` times that of wall time (a loaded
+  machine starving the worker does not turn a slow input into a hang)
   and the worker's address space is capped (``RLIMIT_AS``, ``TOKAMATA_FUZZ_MEMORY_MB``,
   default 4096; not under AddressSanitizer, which maps terabytes of shadow memory): a hang is
   killed, a blow-up ends in ``MemoryError`` or a crash;
 - a worker that crashed, hung or was killed is replaced before the next input;
 - after a hang, the worker's timeout drops to :data:`SHRINK_TIMEOUT` (3 s) for the rest of
-  its life, so that Hypothesis shrinks a hang in minutes, not hours;
+  its life (unless made with ``shrink_after_hang=False``, as the findings' replay is), so that Hypothesis shrinks a hang in minutes, not hours;
 - an input that ``fuzz_findings.known_open`` recognizes (an open finding in a front end, owned
   by another change) is not run: its outcome is ``known open: <finding>``;
 - every failing input is pickled under ``.cache/fuzz-findings/`` (``TOKAMATA_FUZZ_FINDINGS``
@@ -85,19 +87,60 @@ def save_finding(target: str, value: Any, what: str) -> Path:
     return path
 
 
-def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
-    """``size`` bytes from ``fd`` before ``deadline``; None on end of file; TimeoutError after it."""
+def _read_exactly(fd: int, size: int, deadline: "float | _Deadline") -> bytes | None:
+    """``size`` bytes from ``fd`` before ``deadline`` (a monotonic time, or a
+    :class:`_Deadline`); None on end of file; TimeoutError after it."""
+    left = deadline.left if isinstance(deadline, _Deadline) else (lambda: deadline - time.monotonic())
     chunks, missing = [], size
     while missing:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        wait = left()
+        if wait <= 0:
             raise TimeoutError
+        if not select.select([fd], [], [], wait)[0]:
+            continue  # (asks the deadline again: CPU time may be left)
         chunk = os.read(fd, min(missing, 1 << 20))
         if not chunk:
             return None
         chunks.append(chunk)
         missing -= len(chunk)
     return b"".join(chunks)
+
+
+#: a hang is judged on the worker's CPU time, within this many times its timeout of wall time
+WALL_FACTOR = 6.0
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system, all threads) process ``pid`` has used; None where
+    ``/proc`` cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _Deadline:
+    """One input's time: ``seconds`` of the worker's own CPU time (so that a loaded machine,
+    which starves the worker, does not make a slow input a hang), but never more than
+    ``WALL_FACTOR * seconds`` of wall time (a worker blocked without running still ends).
+    Where ``/proc`` is missing, plain wall time."""
+
+    def __init__(self, pid: int, seconds: float) -> None:
+        self.pid, self.seconds = pid, seconds
+        self.start = time.monotonic()
+        self.cpu_start = _cpu_seconds(pid)
+
+    def left(self) -> float:
+        now = time.monotonic()
+        wall_left = self.start + self.seconds - now
+        if wall_left > 0:
+            return wall_left
+        cpu = _cpu_seconds(self.pid)
+        if cpu is None or self.cpu_start is None:
+            return 0.0
+        return max(0.0, min(self.seconds - (cpu - self.cpu_start), self.start + WALL_FACTOR * self.seconds - now))
 
 
 class Worker:
@@ -107,9 +150,13 @@ class Worker:
     ``fuzz_target``), once. :meth:`run` returns the outcome string or raises :class:`Finding`.
     """
 
-    def __init__(self, target: str, timeout: float = TIMEOUT, memory_mb: int = MEMORY_MB) -> None:
+    def __init__(self, target: str, timeout: float = TIMEOUT, memory_mb: int = MEMORY_MB,
+                 shrink_after_hang: bool = True) -> None:
         self.target = str(target)
         self.timeout = timeout
+        #: after a hang, drop the timeout to SHRINK_TIMEOUT (for Hypothesis' shrinking; a
+        #: replay of known findings keeps its timeout)
+        self.shrink_after_hang = shrink_after_hang
         self.memory_mb = memory_mb
         self.inputs = 0
         self.restarts = 0
@@ -178,13 +225,16 @@ class Worker:
             process.stdin.write(_HEADER.pack(len(payload)) + payload)  # type: ignore[union-attr]
             process.stdin.flush()  # type: ignore[union-attr]
             fd = process.stdout.fileno()  # type: ignore[union-attr]
-            deadline = time.monotonic() + self.timeout
+            deadline = _Deadline(process.pid, self.timeout)
             header = _read_exactly(fd, _HEADER.size, deadline)
             body = None if header is None else _read_exactly(fd, _HEADER.unpack(header)[0], deadline)
         except TimeoutError:
             self._kill()
-            self.timeout = min(self.timeout, SHRINK_TIMEOUT)
-            self._fail(value, f"hang: no answer within {self.timeout:g} s")
+            exceeded = self.timeout
+            if self.shrink_after_hang:
+                self.timeout = min(self.timeout, SHRINK_TIMEOUT)
+            self._fail(value, f"hang: no answer within {exceeded:g} s of CPU time "
+                              f"({time.monotonic() - deadline.start:.1f} s of wall time)")
         except BrokenPipeError:
             body = None
         if body is None:
