@@ -16,7 +16,9 @@ schema. A walk cut by its step cap is not judged, nor one stopped by ``LimitExce
   against the schema. A number with a fraction or exponent becomes a Python float, except an
   integral one of magnitude >= 2**53 (up to 4,000 digits), which becomes the exact int: a float
   would round it, or overflow to infinity, and change ``multipleOf`` or ``integer`` verdicts
-  (in draft 4, where 1.0 is not an integer, this one case is judged as an integer). Objects with a repeated key are reported as ``duplicate-key`` and not
+  (in draft 4, where 1.0 is not an integer, this one case is judged as an integer).
+  ``multipleOf`` is judged on the decimals the JSON spells (``609.82`` is a multiple of
+  ``0.01``, which float division denies). Objects with a repeated key are reported as ``duplicate-key`` and not
   judged further: tokamata does not enforce unique keys (documented in
   ``tokamata.syntax.json_schema``) and Python's ``json`` would silently keep the last value.
 - Validation: ``jsonschema.validators.validator_for(schema)`` (``$schema`` decides, default
@@ -37,6 +39,7 @@ import json
 import math
 import random
 from decimal import Decimal
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,7 +259,36 @@ def _with_ecma_patterns(cls: Any) -> Any:
                 if compiled(regex).search(key):
                     yield from validator.descend(item, subschema, path=key, schema_path=regex)
 
-    return extend(cls, {"pattern": pattern, "patternProperties": pattern_properties})
+    def multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "number") and not _exact_multiple(instance, divisor):
+            yield ValidationError(f"{instance!r} is not a multiple of {divisor!r}")
+
+    return extend(cls, {"pattern": pattern, "patternProperties": pattern_properties, "multipleOf": multiple_of})
+
+
+def _exact_multiple(instance: Any, divisor: Any) -> bool:
+    """Whether ``instance`` is an integer multiple of ``divisor``, both read as the decimals
+    their JSON spells (:class:`_Lexeme` keeps it; ints and Decimals are exact), not as the nearest floats
+    (``609.82 / 0.01`` is not an integer in floats). Exponents past 10,000 (fractions of
+    unbounded size) fall back to float arithmetic, as ``jsonschema`` does."""
+    def exact(x: Any) -> Fraction | None:
+        if isinstance(x, Decimal):  # (a caller's exact numbers)
+            return Fraction(x) if x.is_finite() and abs(x.adjusted()) <= 10_000 else None
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return None
+        text = x.lexeme if isinstance(x, _Lexeme) else repr(x) if isinstance(x, float) else None
+        if text is None:
+            return Fraction(x)
+        mantissa, _, exponent = text.lower().partition("e")
+        if exponent and abs(int(exponent)) > 10_000:
+            return None
+        return Fraction(text)
+
+    a, b = exact(instance), exact(divisor)
+    if a is None or b is None or b == 0:
+        quotient = float(instance) / float(divisor)
+        return math.isfinite(quotient) and quotient == int(quotient)
+    return (a / b).denominator == 1
 
 
 class _DuplicateKey(Exception):
@@ -285,6 +317,18 @@ def _exact_numbers(value: Any) -> Any:
     return value
 
 
+class _Lexeme(float):
+    """A JSON number read as a float that remembers how it was spelled (for exact
+    ``multipleOf`` verdicts: :func:`_exact_multiple`)."""
+
+    __slots__ = ("lexeme",)
+
+    def __new__(cls, lexeme: str) -> "_Lexeme":
+        value = super().__new__(cls, lexeme)
+        value.lexeme = lexeme
+        return value
+
+
 def _number(lexeme: str) -> float | int:
     value = float(lexeme)
     if math.isinf(value) or (value.is_integer() and abs(value) >= 2**53):
@@ -294,7 +338,7 @@ def _number(lexeme: str) -> float | int:
                 return int(exact)
         except ArithmeticError:  # an exponent beyond Decimal's range: leave the float
             pass
-    return value
+    return _Lexeme(lexeme)
 
 
 def judge(data: bytes, check: Any) -> tuple[str, str]:

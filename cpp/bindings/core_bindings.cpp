@@ -195,7 +195,8 @@ using MaskRows = nb::ndarray<const int32_t, nb::ndim<2>, nb::device::cpu>;
 
 void apply_mask(Logits logits, MaskRows mask) {
   if (logits.shape(0) != mask.shape(0)) throw nb::value_error("one bitmask row per logits row");
-  if (logits.shape(1) > 1 && logits.stride(1) != 1) throw nb::value_error("logits columns must be contiguous");
+  const int64_t col_stride = logits.shape(1) > 1 ? logits.stride(1) : 1;
+  if (col_stride < 1) throw nb::value_error("logits columns must have a positive stride");
   if (mask.shape(1) > 1 && mask.stride(1) != 1) throw nb::value_error("bitmask words must be contiguous");
   const int64_t rows = static_cast<int64_t>(logits.shape(0)), cols = static_cast<int64_t>(logits.shape(1));
   const int64_t stride = logits.stride(0), words = static_cast<int64_t>(mask.shape(1)), mask_stride = mask.stride(0);
@@ -206,13 +207,13 @@ void apply_mask(Logits logits, MaskRows mask) {
   void* data = logits.data();
   if (type == nb::dtype<float>()) {
     nb::gil_scoped_release release;
-    mask_logits(static_cast<uint32_t*>(data), rows, cols, stride, bits, words, mask_stride, kFloatNegInf);
+    mask_logits(static_cast<uint32_t*>(data), rows, cols, stride, col_stride, bits, words, mask_stride, kFloatNegInf);
   } else if (type == nb::dtype<double>()) {
     nb::gil_scoped_release release;
-    mask_logits(static_cast<uint64_t*>(data), rows, cols, stride, bits, words, mask_stride, kDoubleNegInf);
+    mask_logits(static_cast<uint64_t*>(data), rows, cols, stride, col_stride, bits, words, mask_stride, kDoubleNegInf);
   } else if ((half || bfloat) && type.lanes == 1) {
     nb::gil_scoped_release release;
-    mask_logits(static_cast<uint16_t*>(data), rows, cols, stride, bits, words, mask_stride,
+    mask_logits(static_cast<uint16_t*>(data), rows, cols, stride, col_stride, bits, words, mask_stride,
                 half ? kHalfNegInf : kBfloat16NegInf);
   } else {
     throw nb::type_error("logits must be float32, float64, float16 or bfloat16");

@@ -44,29 +44,55 @@ void mask_row(U* logits, int64_t cols, const uint32_t* mask, int64_t mask_words,
   std::fill(logits + done, logits + cols, neg_inf);  // past the bitmask's width
 }
 
+// Columns `col_stride` elements apart (a field of an array of records, as llama.cpp's token
+// data): the same rule, one column at a time.
 template <class U>
-void mask_rows(U* logits, int64_t rows, int64_t cols, int64_t logit_stride, const uint32_t* mask,
+void mask_row_strided(U* logits, int64_t cols, int64_t col_stride, const uint32_t* mask, int64_t mask_words,
+                      U neg_inf) {
+  for (int64_t w = 0; w * 32 < cols; ++w) {
+    const uint32_t bits = w < mask_words ? mask[w] : 0u;
+    if (bits == 0xFFFFFFFFu) continue;
+    const int64_t end = std::min<int64_t>(32, cols - w * 32);
+    U* block = logits + w * 32 * col_stride;
+    if (bits == 0) {
+      for (int64_t b = 0; b < end; ++b) block[b * col_stride] = neg_inf;
+      continue;
+    }
+    for (int64_t b = 0; b < end; ++b) {  // (a select, not a branch: mixed words are unpredictable)
+      U& x = block[b * col_stride];
+      const U keep = static_cast<U>(U(0) - static_cast<U>((bits & kBit[b]) != 0));
+      x = static_cast<U>((x & keep) | (neg_inf & static_cast<U>(~keep)));
+    }
+  }
+}
+
+template <class U>
+void mask_rows(U* logits, int64_t rows, int64_t cols, int64_t logit_stride, int64_t col_stride, const uint32_t* mask,
                int64_t mask_words, int64_t mask_stride, U neg_inf) {
   for (int64_t r = 0; r < rows; ++r) {
-    mask_row(logits + r * logit_stride, cols, mask + r * mask_stride, mask_words, neg_inf);
+    if (col_stride == 1) {
+      mask_row(logits + r * logit_stride, cols, mask + r * mask_stride, mask_words, neg_inf);
+    } else {
+      mask_row_strided(logits + r * logit_stride, cols, col_stride, mask + r * mask_stride, mask_words, neg_inf);
+    }
   }
 }
 
 }  // namespace
 
-void mask_logits(uint16_t* logits, int64_t rows, int64_t cols, int64_t logit_stride, const uint32_t* mask,
-                 int64_t mask_words, int64_t mask_stride, uint16_t neg_inf) {
-  mask_rows(logits, rows, cols, logit_stride, mask, mask_words, mask_stride, neg_inf);
+void mask_logits(uint16_t* logits, int64_t rows, int64_t cols, int64_t logit_stride, int64_t col_stride,
+                 const uint32_t* mask, int64_t mask_words, int64_t mask_stride, uint16_t neg_inf) {
+  mask_rows(logits, rows, cols, logit_stride, col_stride, mask, mask_words, mask_stride, neg_inf);
 }
 
-void mask_logits(uint32_t* logits, int64_t rows, int64_t cols, int64_t logit_stride, const uint32_t* mask,
-                 int64_t mask_words, int64_t mask_stride, uint32_t neg_inf) {
-  mask_rows(logits, rows, cols, logit_stride, mask, mask_words, mask_stride, neg_inf);
+void mask_logits(uint32_t* logits, int64_t rows, int64_t cols, int64_t logit_stride, int64_t col_stride,
+                 const uint32_t* mask, int64_t mask_words, int64_t mask_stride, uint32_t neg_inf) {
+  mask_rows(logits, rows, cols, logit_stride, col_stride, mask, mask_words, mask_stride, neg_inf);
 }
 
-void mask_logits(uint64_t* logits, int64_t rows, int64_t cols, int64_t logit_stride, const uint32_t* mask,
-                 int64_t mask_words, int64_t mask_stride, uint64_t neg_inf) {
-  mask_rows(logits, rows, cols, logit_stride, mask, mask_words, mask_stride, neg_inf);
+void mask_logits(uint64_t* logits, int64_t rows, int64_t cols, int64_t logit_stride, int64_t col_stride,
+                 const uint32_t* mask, int64_t mask_words, int64_t mask_stride, uint64_t neg_inf) {
+  mask_rows(logits, rows, cols, logit_stride, col_stride, mask, mask_words, mask_stride, neg_inf);
 }
 
 }  // namespace tokamata

@@ -1,6 +1,6 @@
 // mask_logits (logits_mask.hpp) against a per-column oracle: every width from 0 to 130
 // columns (not multiples of 32 included), bitmasks narrower and wider than the row, strided
-// rows and mask rows, the three element widths; elements past each row are never written.
+// rows, columns and mask rows, the three element widths; elements past each row are never written.
 #include <cstdint>
 #include <vector>
 
@@ -23,19 +23,20 @@ uint32_t next_word(uint64_t& seed) {
 }
 
 template <class U>
-void check_width(int64_t cols, int64_t words, U neg_inf, uint64_t& seed) {
-  const int64_t rows = 3, stride = cols + 5, mask_stride = words + 2;
+void check_width(int64_t cols, int64_t words, U neg_inf, uint64_t& seed, int64_t col_stride = 1) {
+  const int64_t rows = 3, stride = cols * col_stride + 5, mask_stride = words + 2;
   std::vector<uint32_t> mask(static_cast<size_t>(rows * mask_stride));
   for (uint32_t& w : mask) w = next_word(seed);
   std::vector<U> logits(static_cast<size_t>(rows * stride));
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<U>(i + 1);
   const std::vector<U> before = logits;
-  mask_logits(logits.data(), rows, cols, stride, mask.data(), words, mask_stride, neg_inf);
+  mask_logits(logits.data(), rows, cols, stride, col_stride, mask.data(), words, mask_stride, neg_inf);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < stride; ++j) {
-      const size_t at = static_cast<size_t>(r * stride + j);
+    for (int64_t k = 0; k < stride; ++k) {
+      const size_t at = static_cast<size_t>(r * stride + k);
       U want = before[at];
-      if (j < cols) {
+      const int64_t j = k / col_stride;  // the column element k is, when k % col_stride == 0
+      if (k % col_stride == 0 && j < cols) {
         const bool allowed = j / 32 < words && ((mask[static_cast<size_t>(r * mask_stride + j / 32)] >> (j % 32)) & 1u);
         if (!allowed) want = neg_inf;
       }
@@ -55,6 +56,8 @@ TEST(logits_mask_every_width_and_mask_width) {
       check_width<uint16_t>(cols, words, kBfloat16NegInf, seed);
       check_width<uint32_t>(cols, words, kFloatNegInf, seed);
       check_width<uint64_t>(cols, words, kDoubleNegInf, seed);
+      check_width<uint32_t>(cols, words, kFloatNegInf, seed, 3);  // a record field: llama.cpp's token data
+      check_width<uint16_t>(cols, words, kHalfNegInf, seed, 2);
     }
   }
 }

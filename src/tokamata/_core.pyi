@@ -235,7 +235,7 @@ def fill_bitmasks_draft(matchers: Sequence[MatcherCore], tokens: npt.NDArray[np.
 
 def apply_bitmask(logits: Any, bitmask: Any) -> None:
     """``logits[r, j] = -inf`` where bit j of ``bitmask`` row r is clear (float32/64, float16,
-    bfloat16; contiguous columns), without the GIL."""
+    bfloat16; columns a positive number of elements apart), without the GIL."""
 def fill_bitmasks_budget(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32],
                          budgets: npt.NDArray[np.int32], max_states: int, threads: int = 1) -> None:
     """fill_bitmasks with one token budget (>= 1) per matcher."""

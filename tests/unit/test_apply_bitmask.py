@@ -71,10 +71,21 @@ def test_numpy_agrees_with_the_oracle(dtype, shape):
     tokamata.apply_bitmask(view, np.repeat(mask, 2, axis=0)[::2])
     np.testing.assert_array_equal(view, want)
     assert (wide[:, logits.shape[1]:] == 0).all()
+    # strided columns: a field of an array of records (llama.cpp's token data: id, logit, p),
+    # masked in place by the core; the other fields are not touched
+    records = np.zeros(logits.shape, dtype=np.dtype([("id", np.intc), ("logit", dtype), ("p", np.single)], align=True))
+    records["logit"] = logits
+    records["id"] = 7
+    field = records["logit"]
+    assert field.strides[1] != field.itemsize or logits.shape[1] < 2
+    assert tokamata.apply_bitmask(field, mask) is field
+    np.testing.assert_array_equal(records["logit"], want)
+    assert (records["id"] == 7).all() and (records["p"] == 0).all()
 
 
 def test_numpy_other_layouts_and_types():
-    """Strided columns and long doubles take numpy's path: same result."""
+    """Columns a positive number of elements apart (the core) and long doubles (numpy's
+    path): same result."""
     rng = np.random.default_rng(3)
     mask = random_mask(rng, 2, 4, "dense")
     logits = rng.standard_normal((2, 200))

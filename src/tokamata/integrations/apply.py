@@ -5,9 +5,11 @@ Invariant: ``apply_bitmask`` sets the logits of disallowed tokens to ``-inf`` in
 of a row set <=> logit t kept), and columns past the bitmask's width are disallowed; the numpy
 and the torch paths agree. Logits must be floating point (an integer array cannot hold
 ``-inf``): anything else raises :class:`InvalidArgument` before anything is written.
-float16/32/64 numpy logits (and CPU torch logits, :mod:`.torch`) whose columns are contiguous
-are masked by the C++ core (``_core.apply_bitmask``, without the GIL); other floating types
-(``longdouble``) and layouts go through numpy's unpacked boolean mask, with the same result.
+float16/32/64 numpy logits (and CPU torch logits, :mod:`.torch`) whose columns are aligned and a
+positive number of elements apart (contiguous, or a field of an array of records such as
+llama.cpp's token data) are masked by the C++ core (``_core.apply_bitmask``, without the GIL);
+other floating types (``longdouble``) and layouts go through numpy's unpacked boolean mask,
+with the same result.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def apply_bitmask(logits, bitmask):
         raise InvalidArgument(f"bitmask shape {mask.shape} does not match logits shape {logits.shape}")
     if not view.flags.writeable:
         raise InvalidArgument("logits are read-only")
-    if view.dtype in _NATIVE and (view.shape[1] < 2 or view.strides[1] == view.itemsize):
+    if view.dtype in _NATIVE and (view.shape[1] < 2 or (view.strides[1] > 0 and view.strides[1] % view.itemsize == 0
+                                                         and view.ctypes.data % view.itemsize == 0)):
         if mask.shape[1] > 1 and mask.strides[1] != 4:
             mask = np.ascontiguousarray(mask)
         _core.apply_bitmask(view, mask)
@@ -63,5 +66,5 @@ def apply_bitmask(logits, bitmask):
     return logits
 
 
-#: numpy dtypes the C++ core masks (columns contiguous)
+#: numpy dtypes the C++ core masks
 _NATIVE = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))

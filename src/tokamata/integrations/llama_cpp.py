@@ -93,7 +93,8 @@ def vocabulary(llm: "llama_cpp.Llama"):
 
 
 class LlamaLogitsProcessor:
-    """Sets the logits of tokens ``constraint`` does not allow next to -inf.
+    """Sets the logits of tokens ``constraint`` does not allow next to -inf (in place when the
+    scores are a writable float32 array, as llama-cpp-python passes them; returns them).
 
     Pass it in a ``llama_cpp.LogitsProcessorList``; put it last so that nothing re-enables a
     token it removed. ``prompt_length`` defaults to the length of the first call's input_ids.
@@ -259,8 +260,12 @@ class LlamaLogitsProcessor:
                 f"{self.vocab_size} tokens: build the Vocabulary with "
                 f"tokamata.integrations.llama_cpp.vocabulary(llm)"
             )
-        out = np.array(scores, dtype=np.float32)  # (a contiguous copy of the strided view)
-        apply_bitmask(out, self.row())  # columns past the constraint's vocabulary become -inf too
+        if isinstance(scores, np.ndarray) and scores.dtype == np.float32 and scores.ndim == 1 and scores.flags.writeable:
+            # in place, on llama.cpp's strided view of its token data: no copy there and back
+            # (llama-cpp-python assigns the result to the same view, which numpy skips)
+            return apply_bitmask(scores, self.row())  # columns past the vocabulary become -inf too
+        out = np.array(scores, dtype=np.float32)
+        apply_bitmask(out, self.row())
         return out
 
 
