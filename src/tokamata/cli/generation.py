@@ -213,7 +213,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"tokamata demo: {os.path.basename(model)} with llama-cpp-python on CPU, greedy "
           "decoding;\neach prompt runs with the constraint and without it (same loop, same max tokens)\n")
     rows = []
-    totals = {"c_steps": 0, "c_s": 0.0, "u_steps": 0, "u_s": 0.0}
+    totals = {"c_steps": 0, "c_s": 0.0, "u_steps": 0, "u_s": 0.0, "c_tokamata_s": 0.0}
     for (name, prompt, spec, max_tokens), (constraint, compile_s) in zip(cases, compiled):
         llm.reset()  # no prompt reuse from the previous run: both runs evaluate the prompt
         con = generate(llm, constraint, prompt, max_tokens=max_tokens)
@@ -225,6 +225,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for key, r in (("c", con), ("u", free)):
             totals[f"{key}_steps"] += r.decode_steps
             totals[f"{key}_s"] += r.decode_seconds
+        totals["c_tokamata_s"] += con.constraint_seconds
         check = _CHECKS[spec.kind]
         print(f"== {name}: {spec.describe()}  (compiled in {compile_s * 1e3:.1f} ms)")
         print(f"   prompt:        {_clip(prompt, strip=False)!r}")
@@ -250,7 +251,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"({totals['c_steps']} steps), unconstrained {_rate(u_rate)} tok/s ({totals['u_steps']} steps)")
     if c_rate == c_rate and u_rate == u_rate and c_rate > 0:  # (not NaN)
         print(f"time per decoded token, constrained vs unconstrained: {100 * (u_rate / c_rate - 1):+.1f}% "
-              "(the mask is filled while llama.cpp evaluates the token)")
+              "(the mask is filled while llama.cpp evaluates the token; the runs decode different tokens)")
+    if totals["c_s"] > 0:
+        print(f"tokamata's share of the constrained decoding time (what the loop waited on it: masking, "
+              f"consuming, starting the next mask): {100 * totals['c_tokamata_s'] / totals['c_s']:.2f}% "
+              f"({1e6 * totals['c_tokamata_s'] / max(1, totals['c_steps']):.0f} us per token)")
     print(f"total demo time {time.perf_counter() - total_start:.1f} s")
     sys.stdout.flush()
     return 0 if n_ok == len(rows) else 1

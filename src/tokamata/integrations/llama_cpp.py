@@ -133,6 +133,9 @@ class LlamaLogitsProcessor:
         self._filled = -1  # the version self._bitmask was filled at
         self._pending: Future | None = None
         self._worker: ThreadPoolExecutor | None = None
+        #: seconds llama.cpp's sampling waited in :meth:`__call__` (the mask's share of the
+        #: decoding loop's critical path; a prefetched mask is only waited for, not computed)
+        self.call_seconds = 0.0
 
     def prefetch(self) -> None:
         """Start filling the mask of the current position on a worker thread (see the module
@@ -252,6 +255,13 @@ class LlamaLogitsProcessor:
         return self.done or (self.matcher.is_accepting() and bool(np.array_equal(self.row(), self._eos_only)))
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        start = time.perf_counter()
+        try:
+            return self._masked(input_ids, scores)
+        finally:
+            self.call_seconds += time.perf_counter() - start
+
+    def _masked(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         self.sync(input_ids)
         width = scores.shape[-1]
         if width < self.vocab_size:
@@ -293,6 +303,10 @@ class GenerationResult:
     decode_seconds: float = 0.0
     #: the constraint generated under (compiled here when a type was given), or None
     constraint: "Constraint | None" = None
+    #: of ``decode_seconds``, the time the loop waited on tokamata (masking the logits in the
+    #: sampler, consuming the token, starting the next mask): its share of the decoding time,
+    #: whatever the output's length (0 without a constraint)
+    constraint_seconds: float = 0.0
 
     def __iter__(self):  # so that ``text, token_ids = generate(...)`` works
         return iter((self.text, self.token_ids))
@@ -361,6 +375,8 @@ def generate(
     out: list[int] = []
     finished = False
     steps = 0
+    loop_seconds = 0.0  # (tokamata's time in this loop, after the first token)
+    first_call_seconds = 0.0  # (the processor's time up to the first token)
     start = time.perf_counter()
     first = last = start
     stream = llm.generate(
@@ -373,13 +389,17 @@ def generate(
             steps += 1
             if steps == 1:
                 first = last
+                first_call_seconds = processor.call_seconds if processor is not None else 0.0
             if token in eos or _is_eog(llama_cpp, llm, token):
                 finished = True
                 break
             out.append(token)
             if processor is not None:
+                t0 = time.perf_counter()
                 processor.sync(prompt_ids + out)
-                if processor.only_eos():
+                only_eos = processor.only_eos()
+                loop_seconds += time.perf_counter() - t0
+                if only_eos:
                     finished = True
                     break
             if len(out) >= max_tokens:
@@ -387,7 +407,9 @@ def generate(
                 finished = processor is not None and budget and processor.matcher.is_accepting()
                 break
             if processor is not None:
+                t0 = time.perf_counter()
                 processor.prefetch()  # the next mask, while llama.cpp evaluates this token
+                loop_seconds += time.perf_counter() - t0
     finally:
         stream.close()
         if processor is not None:
@@ -401,6 +423,7 @@ def generate(
         text=data.decode("utf-8", errors="replace"), token_ids=out, finished=finished,
         seconds=seconds, prompt_tokens=len(prompt_ids), first_token_seconds=first - start,
         decode_steps=max(steps - 1, 0), decode_seconds=last - first, constraint=constraint,
+        constraint_seconds=0.0 if processor is None else loop_seconds + processor.call_seconds - first_call_seconds,
     )
 
 
