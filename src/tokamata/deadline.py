@@ -18,6 +18,11 @@ Invariants:
   arena it was made with, and later expressions are just not shared with earlier ones.
 - The deadline is per thread and per task (a :class:`contextvars.ContextVar`): concurrent
   compiles do not see each other's.
+- The outermost entry also pauses Python's cyclic garbage collector until it exits
+  (:mod:`tokamata.gc_pause`: measured, most of a compile's objects live until its end, and
+  each collection would walk them and the whole heap again); :func:`check_deadline` resumes
+  the collector early for a compile that has allocated more than
+  ``gc_pause.MAX_PAUSED_ALLOCATIONS`` objects.
 - :func:`remaining_seconds` is what is left of the active budget (the whole limit outside a
   compile): the lexer's lazy DFA gets it as its own budget, so states built while
   compiling and later while decoding count against the same ``max_compile_seconds``.
@@ -30,6 +35,7 @@ import contextvars
 import time
 from typing import Iterator, Optional
 
+from . import gc_pause
 from .caches import enforce_cache_bounds
 from .errors import LimitExceeded
 from .limits import Limits
@@ -38,11 +44,12 @@ __all__ = ["compile_deadline", "check_deadline", "remaining_seconds"]
 
 
 class _Deadline:
-    __slots__ = ("started", "limit")
+    __slots__ = ("started", "limit", "gc_paused")
 
     def __init__(self, limit: float):
         self.started = time.perf_counter()
         self.limit = limit
+        self.gc_paused = False
 
 
 _active: contextvars.ContextVar[Optional[_Deadline]] = contextvars.ContextVar("tokamata_deadline", default=None)
@@ -56,11 +63,17 @@ def compile_deadline(limits: Limits) -> Iterator[None]:
         yield
         return
     enforce_cache_bounds()
-    token = _active.set(_Deadline(float(limits.max_compile_seconds)))
+    deadline = _Deadline(float(limits.max_compile_seconds))
+    token = _active.set(deadline)
+    gc_pause.pause()
+    deadline.gc_paused = True
     try:
         yield
     finally:
         _active.reset(token)
+        if deadline.gc_paused:
+            deadline.gc_paused = False
+            gc_pause.resume()
 
 
 def check_deadline() -> None:
@@ -68,6 +81,9 @@ def check_deadline() -> None:
     its deadline."""
     deadline = _active.get()
     if deadline is not None:
+        if deadline.gc_paused and gc_pause.over_budget():
+            deadline.gc_paused = False
+            gc_pause.resume()
         elapsed = time.perf_counter() - deadline.started
         if elapsed > deadline.limit:
             raise LimitExceeded("max_compile_seconds", round(elapsed, 3), deadline.limit)

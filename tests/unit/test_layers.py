@@ -3,7 +3,7 @@
 Every ``import`` of every module under src/tokamata (module level and inside functions alike,
 ``if TYPE_CHECKING:`` blocks excepted) is an edge. The layers, bottom to top:
 
-  0 base          errors, limits, deadline, caches, _core, vocab, trie, bitmask, healing (token
+  0 base          errors, limits, deadline, gc_pause, caches, _core, vocab, trie, bitmask, healing (token
                   healing: prompt ids and the trie)
   1 automata      automata/*
   2 grammar       grammar/* (IR, lexer, parser), slices (the vocabulary's slices, built from an
@@ -28,7 +28,7 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "src" / "tokamata"
 
 LAYERS = [  # (layer, module name prefixes), most specific prefix first where they overlap
-    (0, ("tokamata.errors", "tokamata.limits", "tokamata.deadline", "tokamata.caches", "tokamata._core",
+    (0, ("tokamata.errors", "tokamata.limits", "tokamata.deadline", "tokamata.gc_pause", "tokamata.caches", "tokamata._core",
          "tokamata.vocab", "tokamata.trie", "tokamata.bitmask", "tokamata.healing")),
     (1, ("tokamata.automata",)),
     (2, ("tokamata.grammar", "tokamata.slices")),
