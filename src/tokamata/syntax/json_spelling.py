@@ -49,8 +49,8 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
+from json.encoder import encode_basestring
 
 from ..automata import derivatives as d
 from ..errors import InvalidArgument
@@ -116,8 +116,8 @@ def natural_literal(text: str, suffix: d.Expr = d.EPSILON) -> d.Expr:
     :data:`~tokamata.automata.derivatives.NOTHING` when ``text`` holds a lone surrogate.
     Built from the end, so each node of the chain is made once (appending ``suffix`` to the
     built string would rebuild the whole chain)."""
-    try:
-        data = json.dumps(text, ensure_ascii=False).encode("utf-8")
+    try:  # (encode_basestring: what json.dumps(text, ensure_ascii=False) calls, without an encoder per call)
+        data = encode_basestring(text).encode("utf-8")
     except UnicodeEncodeError:
         return d.NOTHING
     node = suffix

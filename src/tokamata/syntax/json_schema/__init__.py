@@ -148,15 +148,20 @@ def _schema_to_grammar(schema: Any, limits: Limits, whitespace: str, spelling: s
     report = Report()
     if options.natural:
         report.add("spelling", "", NATURAL_REPORT)
-    document = Document(schema, None if default_draft is None else draft_number(default_draft), registry, text)
-    expander = Expander(document, options, limits, report, text)
+    # a schema given as data is serialized once, and the text read as a schema given as text
+    # is: the document's and the expander's keyword searches (which skip the walk of
+    # identifiers, and the dump of the document, when nothing is found) and the grammar's source
+    dumped = "" if source else _dumped(schema)
+    document = Document(schema, None if default_draft is None else draft_number(default_draft), registry,
+                        text or dumped)
+    expander = Expander(document, options, limits, report, text or dumped)
     emitter = Emitter(expander, options, limits, report)
-    grammar = emitter.build(expander.conj(()), source or _short(schema))
+    grammar = emitter.build(expander.conj(()), source or dumped[:2000])
     return grammar, report
 
 
-def _short(schema: Any) -> str:
+def _dumped(schema: Any) -> str:
     try:
-        return json.dumps(schema)[:2000]
+        return json.dumps(schema)
     except (TypeError, ValueError):
         return ""

@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
 
 from ...automata import charset as cs
 from ...automata import derivatives as d
@@ -402,12 +403,10 @@ def name_accepts(language: d.Expr, name: str) -> bool:
     """Whether the JSON string ``name`` (spelled as ``json.dumps`` does) is in ``language``
     (a whole-string language, quotes included); by closure under spelling, this decides
     membership of the string whatever its spelling."""
-    import json
-
     if language is lx.ANY_STRING and name.isascii():  # (a non-ASCII name may hold a lone surrogate)
         return True
     node = language
-    for byte in json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass"):
+    for byte in encode_basestring(name).encode("utf-8", "surrogatepass"):  # (json.dumps(name, ensure_ascii=False))
         node = d.derivative(node, byte)
         if node is d.NOTHING:
             return False
