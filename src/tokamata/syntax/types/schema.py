@@ -7,7 +7,8 @@ Invariants:
   in order (those with defaults may be left off the end); a pydantic model is the schema
   pydantic itself makes (``model_json_schema(by_alias=True)``: aliases, ``Field`` bounds,
   discriminated unions), made by a generator that writes decimals, dates, times and UUIDs as
-  this module does, and compiled with ``strict=True`` (closed objects).
+  this module does, and compiled with ``strict=True`` (closed objects); the generator leaves
+  out ``default`` (an annotation: the grammar is the same without it).
 - Scalars: ``int`` is ``integer``, ``float`` and ``Decimal`` are ``number``, ``datetime``,
   ``date``, ``time`` and ``UUID`` are strings with the full-match patterns of
   :data:`.scalars.ISO_PATTERNS` (declared as library patterns, so the JSON Schema front end
@@ -173,8 +174,36 @@ def _generator() -> type:
                 out[keyword] = _number(Decimal(str(schema[key])))
         return out
 
+    def default_schema(self, schema):
+        # the schema of a field with a default, without the "default" annotation: the grammar
+        # never reads it, and pydantic encodes each default through a new TypeAdapter (about a
+        # tenth of compile_type's time on tool-call models)
+        return self.generate_inner(schema["schema"])
+
+    functions: dict = {}  # core schema type -> the generator's (unbound) method for it
+
+    class Methods(dict):
+        """pydantic's table of methods by core schema type, bound on first use: pydantic
+        builds the whole table for every generator (a hundred ``getattr`` after an
+        introspection of the type names), where a model uses a few of them."""
+
+        def __init__(self, generator):
+            super().__init__()
+            self.generator = generator
+
+        def __missing__(self, key):
+            method = self[key] = functions[key].__get__(self.generator)
+            return method
+
+    def build_schema_type_to_method(self):
+        if not functions:
+            functions.update((key, method.__func__)
+                             for key, method in GenerateJsonSchema.build_schema_type_to_method(self).items())
+        return Methods(self)
+
     generator = type("TokamataJsonSchema", (GenerateJsonSchema,), {
         "datetime_schema": pattern("datetime"), "date_schema": pattern("date"), "time_schema": pattern("time"),
-        "uuid_schema": pattern("uuid"), "decimal_schema": decimal_schema})
+        "uuid_schema": pattern("uuid"), "decimal_schema": decimal_schema, "default_schema": default_schema,
+        "build_schema_type_to_method": build_schema_type_to_method})
     _GENERATOR.append(generator)
     return generator
