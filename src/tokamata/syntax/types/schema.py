@@ -8,7 +8,8 @@ Invariants:
   pydantic itself makes (``model_json_schema(by_alias=True)``: aliases, ``Field`` bounds,
   discriminated unions), made by a generator that writes decimals, dates, times and UUIDs as
   this module does, and compiled with ``strict=True`` (closed objects); the generator leaves
-  out ``default`` (an annotation: the grammar is the same without it).
+  out ``default`` (an annotation: the grammar is the same without it) and does not sort keys
+  (``properties`` keep the fields' order either way).
 - Scalars: ``int`` is ``integer``, ``float`` and ``Decimal`` are ``number``, ``datetime``,
   ``date``, ``time`` and ``UUID`` are strings with the full-match patterns of
   :data:`.scalars.ISO_PATTERNS` (declared as library patterns, so the JSON Schema front end
@@ -180,6 +181,11 @@ def _generator() -> type:
         # tenth of compile_type's time on tool-call models)
         return self.generate_inner(schema["schema"])
 
+    def sort(self, value, parent_key=None):
+        # pydantic's override point for its alphabetical key sort (a copy of every dict of the
+        # schema): key order means nothing to the compiler, and "properties" keep field order
+        return value
+
     functions: dict = {}  # core schema type -> the generator's (unbound) method for it
 
     class Methods(dict):
@@ -204,6 +210,6 @@ def _generator() -> type:
     generator = type("TokamataJsonSchema", (GenerateJsonSchema,), {
         "datetime_schema": pattern("datetime"), "date_schema": pattern("date"), "time_schema": pattern("time"),
         "uuid_schema": pattern("uuid"), "decimal_schema": decimal_schema, "default_schema": default_schema,
-        "build_schema_type_to_method": build_schema_type_to_method})
+        "build_schema_type_to_method": build_schema_type_to_method, "sort": sort})
     _GENERATOR.append(generator)
     return generator
