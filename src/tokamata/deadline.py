@@ -18,10 +18,11 @@ Invariants:
   arena it was made with, and later expressions are just not shared with earlier ones.
 - The deadline is per thread and per task (a :class:`contextvars.ContextVar`): concurrent
   compiles do not see each other's.
-- The outermost entry also pauses Python's cyclic garbage collector until it exits
-  (:mod:`tokamata.gc_pause`: measured, most of a compile's objects live until its end, and
-  each collection would walk them and the whole heap again); :func:`check_deadline` resumes
-  the collector early for a compile that has allocated more than
+- A compile still running ``gc_pause.PAUSE_AFTER_SECONDS`` after the outermost entry has
+  Python's cyclic garbage collector paused by :func:`check_deadline` until it exits
+  (:mod:`tokamata.gc_pause`: most of a long compile's objects live until its end, and each
+  collection would walk them and the whole heap again); :func:`check_deadline` resumes the
+  collector early for a compile that has allocated more than
   ``gc_pause.MAX_PAUSED_ALLOCATIONS`` objects.
 - :func:`remaining_seconds` is what is left of the active budget (the whole limit outside a
   compile): the lexer's lazy DFA gets it as its own budget, so states built while
@@ -44,12 +45,12 @@ __all__ = ["compile_deadline", "check_deadline", "remaining_seconds"]
 
 
 class _Deadline:
-    __slots__ = ("started", "limit", "gc_paused")
+    __slots__ = ("started", "limit", "gc")
 
     def __init__(self, limit: float):
         self.started = time.perf_counter()
         self.limit = limit
-        self.gc_paused = False
+        self.gc = 0  # the collector: 0 running (not paused yet), 1 paused, 2 resumed early
 
 
 _active: contextvars.ContextVar[Optional[_Deadline]] = contextvars.ContextVar("tokamata_deadline", default=None)
@@ -65,14 +66,12 @@ def compile_deadline(limits: Limits) -> Iterator[None]:
     enforce_cache_bounds()
     deadline = _Deadline(float(limits.max_compile_seconds))
     token = _active.set(deadline)
-    gc_pause.pause()
-    deadline.gc_paused = True
     try:
         yield
     finally:
         _active.reset(token)
-        if deadline.gc_paused:
-            deadline.gc_paused = False
+        if deadline.gc == 1:
+            deadline.gc = 2
             gc_pause.resume()
 
 
@@ -81,10 +80,14 @@ def check_deadline() -> None:
     its deadline."""
     deadline = _active.get()
     if deadline is not None:
-        if deadline.gc_paused and gc_pause.over_budget():
-            deadline.gc_paused = False
-            gc_pause.resume()
         elapsed = time.perf_counter() - deadline.started
+        if deadline.gc == 0:
+            if elapsed > gc_pause.PAUSE_AFTER_SECONDS:
+                deadline.gc = 1
+                gc_pause.pause()
+        elif deadline.gc == 1 and gc_pause.over_budget():
+            deadline.gc = 2
+            gc_pause.resume()
         if elapsed > deadline.limit:
             raise LimitExceeded("max_compile_seconds", round(elapsed, 3), deadline.limit)
 

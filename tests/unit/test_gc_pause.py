@@ -1,9 +1,11 @@
-"""The cyclic collector is paused while a compile runs, and only then (tokamata.gc_pause).
+"""The cyclic collector is paused for the rest of a compile that has run a while, and only
+then (tokamata.gc_pause).
 
 A paused collector is invisible to the results (masks are the same: the compile tests
-check that); what these tests pin is the state of the collector around compiles: enabled
-again after every compile, errors included, left disabled when the caller disabled it,
-nested and concurrent pauses ending with the last one, and the allocation bound.
+check that); what these tests pin is the state of the collector around compiles: paused by
+a deadline check past ``PAUSE_AFTER_SECONDS`` (0 here, so the first check pauses), not
+before; enabled again after every compile, errors included; left disabled when the caller
+disabled it; nested and concurrent pauses ending with the last one; the allocation bound.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ VOCAB = tokamata.Vocabulary.from_token_bytes([bytes([b]) for b in range(128)] + 
 
 
 @pytest.fixture(autouse=True)
-def _collector_enabled():
+def _collector_enabled(monkeypatch):
+    monkeypatch.setattr(gc_pause, "PAUSE_AFTER_SECONDS", 0.0)
     was = gc.isenabled()
     gc.enable()
     yield
@@ -32,13 +35,24 @@ def _collector_enabled():
 def test_paused_inside_a_compile_and_enabled_after():
     seen = []
     with compile_deadline(Limits()):
+        seen.append(gc.isenabled())  # no deadline check yet
+        check_deadline()
         seen.append(gc.isenabled())
         with compile_deadline(Limits()):  # nested: shares the pause
+            check_deadline()
             seen.append(gc.isenabled())
         seen.append(gc.isenabled())
-    assert seen == [False, False, False]
+    assert seen == [True, False, False, False]
     assert gc.isenabled()
     tokamata.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}}}, VOCAB)
+    assert gc.isenabled()
+
+
+def test_a_short_compile_is_not_paused(monkeypatch):
+    monkeypatch.setattr(gc_pause, "PAUSE_AFTER_SECONDS", 3600.0)
+    with compile_deadline(Limits()):
+        check_deadline()
+        assert gc.isenabled()
     assert gc.isenabled()
 
 
@@ -56,6 +70,7 @@ def test_left_disabled_when_the_caller_disabled_it():
     tokamata.compile_json_schema({"type": "string", "maxLength": 3}, VOCAB)
     assert not gc.isenabled()
     with compile_deadline(Limits()):
+        check_deadline()
         assert not gc.isenabled()
     assert not gc.isenabled()
 
@@ -67,6 +82,7 @@ def test_concurrent_compiles_enable_it_once_the_last_ends():
 
     def compile_and_wait():
         with compile_deadline(Limits()):
+            check_deadline()
             inside.wait()
             leave.wait()
 
@@ -85,9 +101,12 @@ def test_concurrent_compiles_enable_it_once_the_last_ends():
 def test_a_compile_past_the_allocation_bound_resumes_the_collector(monkeypatch):
     monkeypatch.setattr(gc_pause, "MAX_PAUSED_ALLOCATIONS", 50)
     with compile_deadline(Limits()):
+        check_deadline()
         assert not gc.isenabled()
         keep = [[i] for i in range(200)]  # container allocations past the bound
         check_deadline()
+        assert gc.isenabled()
+        check_deadline()  # (resumed for good: not paused again)
         assert gc.isenabled()
         del keep
     assert gc.isenabled()
