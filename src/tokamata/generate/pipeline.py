@@ -30,6 +30,9 @@ Invariants:
   model's context, ids out of range, empty token sequences, ``max_new_tokens`` or
   ``samples`` < 1, bad sampling settings. Logits with a NaN or ``+inf`` raise where they
   are read.
+- With a draft model, the decoding loop after the response prefix is
+  :func:`~tokamata.generate.speculative.speculative_decode` (same matcher, same log-probability
+  bookkeeping, same stopping rules); the draft's vocabulary must equal the model's.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from .backend import Backend
 from .mass import enumerate_language, importance_estimate
 from .results import GenerationResult, LogProbs, ProbabilityMass, SequenceLogProbs
 from .scoring import SamplingParams, check_row, constrained_log_prob, logsumexp, sample, unconstrained_log_prob
+from .speculative import speculative_decode
 
 __all__ = ["Pipeline", "constraint_matcher"]
 
@@ -141,13 +145,15 @@ class Pipeline:
         self._names: dict[int, str] | None = None
         self._by_str: dict[str, int] | None = None
         self._free_text: Constraint | None = None
+        self._drafts: weakref.WeakKeyDictionary[Any, Backend] = weakref.WeakKeyDictionary()  # draft models' backends
 
     # ------------------------------------------------------------------------- generate
 
     def generate(self, prompt: str | Sequence[int] | Sequence[Mapping[str, Any]], constraint: Any = None, *,
                  max_new_tokens: int = 64, do_sample: bool = False, temperature: float = 1.0, top_k: int = 0,
                  top_p: float = 1.0, seed: int | None = None, heal: bool | int = False,
-                 response_prefix: Sequence[int | str] = (), canonical: bool = False) -> GenerationResult:
+                 response_prefix: Sequence[int | str] = (), canonical: bool = False, draft: Any = None,
+                 num_draft_tokens: int = 4) -> GenerationResult:
         """Generate after ``prompt`` (text, token ids, or chat messages rendered with the model's
         template), under ``constraint`` (a :class:`~tokamata.Constraint` over the model's
         vocabulary, a Python type, or None).
@@ -160,14 +166,43 @@ class Pipeline:
         :attr:`GenerationResult.token_strs` spells them) are the output's first tokens, as if
         sampled: scored like the rest, with one model call. See :class:`GenerationResult`
         for what comes back.
+
+        ``draft`` (a smaller model over the same vocabulary: a :class:`Pipeline`, a
+        :class:`~tokamata.generate.Backend`, or a model this pipeline's tokenizer fits) turns on
+        speculative decoding (:mod:`tokamata.generate.speculative`): the draft proposes up to
+        ``num_draft_tokens`` tokens under the constraint's masks, this pipeline's model scores
+        them in one call under the same masks and keeps a prefix. The output has the
+        distribution of plain decoding (greedy: the same tokens); ``draft_proposed`` and
+        ``draft_accepted`` say how well the draft guessed.
         """
         params = SamplingParams(do_sample, temperature, top_k, top_p)
         max_new_tokens = _positive(max_new_tokens, "max_new_tokens")
         rng = np.random.default_rng(seed)
-        return self._generate(prompt, constraint, max_new_tokens, params, rng, heal, response_prefix, canonical)
+        drafter = None
+        if draft is not None:
+            drafter = self._draft_backend(draft)
+            num_draft_tokens = _positive(num_draft_tokens, "num_draft_tokens")
+        return self._generate(prompt, constraint, max_new_tokens, params, rng, heal, response_prefix, canonical,
+                              drafter, num_draft_tokens)
+
+    def _draft_backend(self, draft: Any) -> Backend:
+        """The backend of a draft model, over a vocabulary equal to this pipeline's."""
+        found: Backend | None = draft.backend if isinstance(draft, Pipeline) else None
+        if found is None:
+            found = self._drafts.get(draft) if _weakrefable(draft) else None
+        if found is None:
+            found = _backend(draft, getattr(self.backend, "tokenizer", None) or self.vocab, None)
+            if _weakrefable(draft):
+                self._drafts[draft] = found
+        if found is self.backend:
+            raise InvalidArgument("the draft model is the pipeline's own backend: give a second model (or a "
+                                  "second Llama / module over the same weights), since each keeps its own cache")
+        self._check_vocab(found.vocab, "the draft model")
+        return found
 
     def _generate(self, prompt, constraint, max_new_tokens: int, params: SamplingParams, rng, heal,
-                  response_prefix, canonical: bool) -> GenerationResult:
+                  response_prefix, canonical: bool, draft: Backend | None = None,
+                  num_draft_tokens: int = 4) -> GenerationResult:
         prompt_ids = self._prompt_ids(prompt)
         c = self._constraint(constraint)
         healed = b""
@@ -234,6 +269,11 @@ class Pipeline:
             if not reason:
                 next_row = rows[len(prefix_tokens)]
             pending = len(ids)
+        spec = None
+        if draft is not None and not reason:
+            spec = speculative_decode(self.backend, draft, matcher, self._eos, ids, base, unc, con, pending,
+                                      max_new_tokens, limit, params, rng, num_draft_tokens, self._token_str)
+            reason, pending, calls, forced = spec.reason, spec.pending, calls + spec.target_calls, forced + spec.forced
         while not reason:
             produced = len(ids) - base
             if produced >= max_new_tokens:
@@ -286,7 +326,9 @@ class Pipeline:
         return GenerationResult(
             text=self.vocab.decode(out).decode("utf-8", errors="replace"), token_ids=out,
             token_strs=[self._token_str(t) for t in out], log_probs=log_probs, forced_steps=forced,
-            model_calls=calls, finish_reason=reason, prompt_ids=list(prompt_ids), healed=healed)
+            model_calls=calls, finish_reason=reason, prompt_ids=list(prompt_ids), healed=healed,
+            draft_proposed=spec.proposed if spec else 0, draft_accepted=spec.accepted if spec else 0,
+            draft_calls=spec.draft_calls if spec else 0)
 
     def _fill_pending(self, rows: np.ndarray, ids: list[int], pending: int, base: int,
                       unc: list[float | None]) -> None:
@@ -462,23 +504,27 @@ class Pipeline:
         if constraint is None:
             return None
         c = resolve_constraint(constraint, self.vocab)
-        if c.vocab is self.vocab or c.vocab in self._compatible:
-            return c
-        theirs, ours = c.vocab, self.vocab
+        self._check_vocab(c.vocab, "the constraint")
+        return c
+
+    def _check_vocab(self, theirs: Any, whose: str) -> None:
+        """InvalidArgument unless ``theirs`` is this model's vocabulary or equal to it."""
+        if theirs is self.vocab or theirs in self._compatible:
+            return
+        ours = self.vocab
         if theirs.size != ours.size:
-            raise InvalidArgument(f"the constraint is over a vocabulary of {theirs.size} tokens, the model's has "
+            raise InvalidArgument(f"{whose} is over a vocabulary of {theirs.size} tokens, the model's has "
                                   f"{ours.size}: compile it over pipeline.vocab")
         if tuple(theirs.eos_token_ids) != tuple(ours.eos_token_ids):
-            raise InvalidArgument(f"the constraint's EOS ids {list(theirs.eos_token_ids)} are not the model's "
+            raise InvalidArgument(f"{whose}'s EOS ids {list(theirs.eos_token_ids)} are not the model's "
                                   f"{list(ours.eos_token_ids)}: compile it over pipeline.vocab")
         if theirs.token_bytes != ours.token_bytes:
             first = next(i for i, (a, b) in enumerate(zip(theirs.token_bytes, ours.token_bytes)) if a != b) \
                 if len(theirs.token_bytes) == len(ours.token_bytes) else min(len(theirs.token_bytes),
                                                                              len(ours.token_bytes))
-            raise InvalidArgument(f"the constraint's vocabulary is not the model's (token {first} differs): compile "
+            raise InvalidArgument(f"{whose}'s vocabulary is not the model's (token {first} differs): compile "
                                   f"it over pipeline.vocab")
-        self._compatible.add(c.vocab)
-        return c
+        self._compatible.add(theirs)
 
     def _any_text(self) -> Constraint:
         """The constraint of any text (what healing without a constraint decodes under)."""
@@ -501,6 +547,14 @@ class Pipeline:
                 table.setdefault(self._token_str(token), token)
             self._by_str = table
         return self._by_str
+
+
+def _weakrefable(value: Any) -> bool:
+    try:
+        weakref.ref(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _positive(value: Any, name: str) -> int:

@@ -69,6 +69,10 @@ class GenerationResult:
     them together (or from one last call after the loop). ``model_calls`` counts the backend's
     logits calls. ``finish_reason`` is ``"eos"``, ``"length"`` (``max_new_tokens`` reached) or
     ``"context"`` (the model's context is full).
+
+    With a draft model (speculative decoding), ``draft_proposed`` counts the tokens the draft
+    sampled, ``draft_accepted`` those the target kept (forced tokens are in neither),
+    ``draft_calls`` the draft's logits calls; ``model_calls`` stays the target's.
     """
 
     text: str
@@ -80,11 +84,19 @@ class GenerationResult:
     finish_reason: str
     prompt_ids: list[int]
     healed: bytes = b""
+    draft_proposed: int = 0
+    draft_accepted: int = 0
+    draft_calls: int = 0
 
     @property
     def finished(self) -> bool:
         """The output ended on an EOS token."""
         return self.finish_reason == "eos"
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """``draft_accepted / draft_proposed``; None when no draft token was proposed."""
+        return self.draft_accepted / self.draft_proposed if self.draft_proposed else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InvalidArgument
 
 __all__ = ["check_row", "logsumexp", "unconstrained_log_prob", "constrained_log_prob", "SamplingParams",
-           "sample"]
+           "support", "greedy", "sample"]
 
 
 def check_row(row: np.ndarray, where: str) -> None:
@@ -86,13 +86,14 @@ class SamplingParams:
         self.top_p = float(top_p)
 
 
-def sample(row: np.ndarray, allowed: np.ndarray | None, params: SamplingParams, rng: np.random.Generator) -> int:
-    """One token from ``row`` (masked to ``allowed`` when given), per ``params``."""
+def support(row: np.ndarray, allowed: np.ndarray | None, params: SamplingParams) -> tuple[np.ndarray, np.ndarray]:
+    """The sampling distribution of ``row`` (masked to ``allowed`` when given) under ``params``
+    with ``do_sample``: ``(tokens, probs)``, the tokens that can be drawn, most likely first, and
+    their float64 probabilities (summing to 1). What :func:`sample` draws from, and what
+    speculative decoding compares a draft's and a target's steps by."""
     logits = row.astype(np.float64)
     if allowed is not None:
         logits = np.where(allowed, logits, -np.inf)
-    if not params.do_sample:
-        return int(np.argmax(logits))
     candidates = np.flatnonzero(logits > -np.inf)
     if candidates.size == 0:
         raise InvalidArgument("no token has a finite logit at this step: nothing can be sampled")
@@ -107,4 +108,20 @@ def sample(row: np.ndarray, allowed: np.ndarray | None, params: SamplingParams, 
         keep = int(np.searchsorted(np.cumsum(probs), params.top_p)) + 1
         probs = probs[:keep] / probs[:keep].sum()
         order = order[:keep]
-    return int(candidates[order[int(rng.choice(len(probs), p=probs))]])
+    return candidates[order], probs
+
+
+def greedy(row: np.ndarray, allowed: np.ndarray | None) -> int:
+    """The first maximum of ``row`` masked to ``allowed`` (greedy decoding's token)."""
+    logits = row.astype(np.float64)
+    if allowed is not None:
+        logits = np.where(allowed, logits, -np.inf)
+    return int(np.argmax(logits))
+
+
+def sample(row: np.ndarray, allowed: np.ndarray | None, params: SamplingParams, rng: np.random.Generator) -> int:
+    """One token from ``row`` (masked to ``allowed`` when given), per ``params``."""
+    if not params.do_sample:
+        return greedy(row, allowed)
+    tokens, probs = support(row, allowed, params)
+    return int(tokens[int(rng.choice(len(probs), p=probs))])
