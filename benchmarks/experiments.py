@@ -16,8 +16,12 @@ smoke-sized run (fewer prompts / pairs). Run with ``make experiments``.
   ``constrained`` the probability that the constrained sampler (temperature 1) ends in the
   answer, computed exactly by enumerating the constrained tree, and ``canonical`` the same
   with ``canonical=True`` (only the tokenizer's own tokenizations).
+- ``budgets``: token budgets (issue 21 items 3-4): on 50 MaskBench schemas, the share of greedy
+  outputs capped at ``max_tokens`` in 16, 32, 64 that are JSON (and valid), with plain masks
+  and with budget masks (``fill_bitmask(max_tokens=)``).
 
-Helpers with logic (:func:`final_answer`, :func:`ratio`, :func:`questions`) are pure and tested in
+Helpers with logic (:func:`final_answer`, :func:`ratio`, :func:`questions`, :func:`parses`,
+:func:`budget_table`) are pure and tested in
 tests/unit/test_experiments_helpers.py.
 """
 
@@ -259,7 +263,113 @@ def exp_answer_pairs(pipe, quick: bool) -> dict:
     return {"prune": prune, "rows": rows}
 
 
-EXPERIMENTS = {"formats": exp_formats, "answer_pairs": exp_answer_pairs}
+BUDGETS = (16, 32, 64)
+BUDGET_PROMPT = ("<start_of_turn>user\nReply with one JSON value that follows this JSON Schema, and nothing else.\n"
+                 "{schema}<end_of_turn>\n<start_of_turn>model\n")
+
+
+def parses(text: str, schema) -> tuple[bool, bool]:
+    """(the text is one JSON value, that value is valid under ``schema``)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False, False
+    import jsonschema
+
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError:
+        return True, False
+    except jsonschema.SchemaError:  # (a MaskBench schema jsonschema cannot check: parse only)
+        return True, True
+    return True, True
+
+
+def budget_schemas(vocab, n: int, max_chars: int = 800, seed: int = 0) -> list[dict]:
+    """``n`` MaskBench schemas, in a seeded shuffle of every file's records, kept when the schema
+    text is at most ``max_chars`` characters (the prompt fits Gemma's 1,024-token context),
+    compiles, and some output fits the largest budget (``budget_needed() <= max(BUDGETS)``,
+    EOS included)."""
+    sys.path.insert(0, str(HERE))
+    from schema_workload import files_available, load_cases  # noqa: E402
+
+    import tokamata
+
+    cases, _ = load_cases(files_available(), 1.0, 0, None)
+    random.Random(seed).shuffle(cases)
+    chosen = []
+    for case in cases:
+        if len(chosen) == n:
+            break
+        if len(case.schema_text) > max_chars:
+            continue
+        try:
+            c = tokamata.compile_json_schema(case.schema, vocab)
+            needed = c.matcher().budget_needed()
+        except tokamata.TokamataError:
+            continue
+        if needed > max(BUDGETS):
+            continue
+        chosen.append({"id": case.id, "file": case.file, "schema": case.schema, "needed": needed,
+                       "constraint": c})
+    return chosen
+
+
+def exp_budgets(pipe, quick: bool) -> dict:
+    """Issue 21 item 4: share of outputs that are JSON (and valid under the schema) when
+    generation is capped at ``max_tokens`` in BUDGETS, with plain masks (``budget=False``) and
+    with budget masks (``budget=True``), greedy, through
+    ``tokamata.integrations.llama_cpp.generate``. Greedy decoding is deterministic, so the plain
+    run capped at n is the first n tokens of the plain run capped at max(BUDGETS): that one run
+    gives the plain column at every cap."""
+    from tokamata.integrations import llama_cpp as integration
+
+    llm = pipe.backend.llm
+    n = 5 if quick else 50
+    schemas = budget_schemas(pipe.vocab, n)
+    partial = OUT / "budgets.partial.json"
+    rows = json.loads(partial.read_text())["rows"] if partial.exists() else []
+    start = time.perf_counter()
+    for item in schemas[len(rows):]:
+        prompt = BUDGET_PROMPT.format(schema=json.dumps(item["schema"], ensure_ascii=False))
+        row = {"id": item["id"], "file": item["file"], "needed": item["needed"], "runs": {}}
+        token_bytes = item["constraint"].vocab.token_bytes
+        t0 = time.perf_counter()
+        plain = integration.generate(llm, item["constraint"], prompt, max_tokens=max(BUDGETS), budget=False)
+        row["plain_seconds"] = time.perf_counter() - t0
+        for cap in BUDGETS:
+            text = b"".join(token_bytes[t] or b"" for t in plain.token_ids[:cap]).decode("utf-8", errors="replace")
+            is_json, valid = parses(text, item["schema"])
+            row["runs"][f"{cap}/plain"] = {"text": text, "tokens": min(cap, len(plain.token_ids)), "json": is_json,
+                                           "valid": valid}
+        for cap in BUDGETS:
+            t0 = time.perf_counter()
+            try:
+                out = integration.generate(llm, item["constraint"], prompt, max_tokens=cap, budget=True)
+            except tokamata_errors() as exc:  # (a cap below what any output needs: InvalidArgument)
+                row["runs"][f"{cap}/budget"] = {"error": f"{type(exc).__name__}: {exc}"[:200], "json": False,
+                                                "valid": False}
+                continue
+            is_json, valid = parses(out.text, item["schema"])
+            row["runs"][f"{cap}/budget"] = {"text": out.text, "tokens": len(out.token_ids), "finished": out.finished,
+                                            "json": is_json, "valid": valid, "seconds": time.perf_counter() - t0}
+        rows.append(row)
+        partial.write_text(json.dumps({"rows": rows, "n": len(schemas)}))
+        print(f"  budgets {len(rows)}/{len(schemas)} ({item['id']}, needs {item['needed']}): " + " ".join(
+            f"{k}={'V' if v['valid'] else 'J' if v['json'] else '-'}" for k, v in row["runs"].items()),
+            file=sys.stderr, flush=True)
+    partial.unlink()
+    return {"n": len(rows), "budgets": list(BUDGETS), "prompt": BUDGET_PROMPT, "seconds": time.perf_counter() - start,
+            "rows": rows}
+
+
+def tokamata_errors():
+    import tokamata
+
+    return tokamata.TokamataError
+
+
+EXPERIMENTS = {"formats": exp_formats, "answer_pairs": exp_answer_pairs, "budgets": exp_budgets}
 
 
 # ------------------------------------------------------------------------------ report
@@ -375,16 +485,59 @@ def write_report() -> str:
                   "enters the unconstrained value but not the constrained ones (the constraint forces it), so "
                   "the gap there measures the end-scoring choice, not tokenization.", "",
                   "![answer pairs](experiments/answer_pairs.png)", ""]
-    lines += ["## 3, 4. Not run", "",
+    lines += ["## 3. Not run", "",
               "- Seed 003 Table 2 (skip rate and time per entry on the Pokedex template, canonical on and off):",
               "  not built. Canonical mode refuses Gemma 3's tokenizer (see above), so only the canonical-off",
               "  half could run on this model; without canonical mode Gemma almost never forces a token",
-              "  (every byte also has a `<0xNN>` token), so the skip rate would be about 0.",
-              "- Token budgets on 50 MaskBench schemas: not built; `fill_bitmask(max_tokens=n)` is not on main",
-              "  yet (branch `budget`).", ""]
+              "  (every byte also has a `<0xNN>` token), so the skip rate would be about 0.", ""]
+    lines += budget_section()
     text = "\n".join(lines)
     REPORT.write_text(text)
     return text
+
+
+def budget_table(rows: list[dict], budgets: list[int]) -> list[str]:
+    """The token-budget table: per cap, outputs that are JSON / valid, plain vs budget."""
+    n = len(rows)
+    lines = ["| max_tokens | plain: JSON | plain: valid | budget: JSON | budget: valid | budget: no output fits |",
+             "|---|---|---|---|---|---|"]
+    for cap in budgets:
+        plain = [r["runs"][f"{cap}/plain"] for r in rows]
+        budget = [r["runs"][f"{cap}/budget"] for r in rows]
+        refused = sum("error" in b for b in budget)
+        lines.append(f"| {cap} | {sum(x['json'] for x in plain)}/{n} ({sum(x['json'] for x in plain) / n:.2f}) | "
+                     f"{sum(x['valid'] for x in plain)}/{n} | "
+                     f"{sum(x['json'] for x in budget)}/{n} ({sum(x['json'] for x in budget) / n:.2f}) | "
+                     f"{sum(x['valid'] for x in budget)}/{n} | {refused} |")
+    return lines
+
+
+def budget_section() -> list[str]:
+    path, partial = OUT / "budgets.json", OUT / "budgets.partial.json"
+    if not path.exists() and not partial.exists():
+        return ["## 4. Token budgets: not run yet (`python benchmarks/experiments.py --only budgets`)", ""]
+    data = json.loads((path if path.exists() else partial).read_text())
+    rows, budgets = data["rows"], data.get("budgets", list(BUDGETS))
+    if not rows:
+        return ["## 4. Token budgets: no schema finished yet", ""]
+    needed = sorted(r["needed"] for r in rows)
+    head = (f"**Partial run: {len(rows)} of {data.get('n', 50)} schemas** (`budgets.partial.json`; the run resumes "
+            f"where it stopped). " if not path.exists() else "")
+    return ["## 4. Token budgets (issue 21 items 3-4)", "",
+            head + f"{len(rows)} MaskBench schemas (a seeded shuffle of every file; kept when the schema text is at "
+            "most 800 characters, it compiles, and some output fits 64 tokens), prompt "
+            "`Reply with one JSON value that follows this JSON Schema, and nothing else.` + the schema in Gemma's "
+            "turn markup, greedy, `tokamata.integrations.llama_cpp.generate(..., max_tokens=n, budget=...)`. "
+            "*plain*: the constraint's masks only (the output is cut at n tokens; greedy, so the plain column "
+            "at every n is read from one run capped at 64); *budget*: `fill_bitmask(max_tokens=)` masks, which "
+            "allow only tokens after which a complete output still fits. *JSON*: `json.loads` accepts the "
+            "output; *valid*: and `jsonschema` validates it. *no output fits*: the schema's shortest output "
+            "needs more than n tokens, and `generate` raises `InvalidArgument` before decoding. "
+            f"Fewest tokens an output needs (`budget_needed()`, EOS included): median {needed[len(needed) // 2]}, "
+            f"max {needed[-1]}.", "", *budget_table(rows, budgets), "",
+            "A budget-masked output that is not valid JSON can only come from a schema whose bounds are "
+            "upper bounds (Earley strategy) or from a `finished` output cut by the cap on a state the budget "
+            "judged complete; the raw outputs are in `experiments/budgets.json`.", ""]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -59,3 +59,26 @@ def test_questions_are_fixed_and_answerable():
         options = dict(line.split(". ") for line in text.splitlines()[1:])
         assert sorted(options) == list("ABCD") and len(set(options.values())) == 4
         assert int(options[letter]) == eval(expr)  # noqa: S307 (our own arithmetic)
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+
+
+@pytest.mark.parametrize("text,expected", [('{"a": 1}', (True, True)), ('{"a": "x"}', (True, False)),
+                                           ('{"b": 1}', (True, False)), ('{"a": 1', (False, False)),
+                                           ('', (False, False)), ('{"a": 1} {}', (False, False))])
+def test_parses(text, expected):
+    assert experiments.parses(text, SCHEMA) == expected
+
+
+def test_budget_table_counts_each_cap():
+    def run(json_ok, valid, error=False):
+        return {"json": json_ok, "valid": valid, **({"error": "InvalidArgument: too small"} if error else {})}
+
+    rows = [{"runs": {"16/plain": run(False, False), "16/budget": run(False, False, error=True),
+                      "32/plain": run(True, True), "32/budget": run(True, True)}},
+            {"runs": {"16/plain": run(False, False), "16/budget": run(True, False),
+                      "32/plain": run(False, False), "32/budget": run(True, True)}}]
+    lines = experiments.budget_table(rows, [16, 32])
+    assert lines[2] == "| 16 | 0/2 (0.00) | 0/2 | 1/2 (0.50) | 0/2 | 1 |"
+    assert lines[3] == "| 32 | 1/2 (0.50) | 1/2 | 2/2 (1.00) | 2/2 | 0 |"
