@@ -111,6 +111,11 @@ bench-engine: $(BUILT) $(VOCABS)
 bench-drafts: $(BUILT) $(VOCABS) $(SERVING_BUILT)
 	$(SERVING_PY) benchmarks/bench_drafts.py --write benchmarks/RESULTS_drafts.md
 
+# speculative decoding on CPU: a layer-skip transformers pair and Gemma 3 270M as its own draft
+.PHONY: bench-speculative
+bench-speculative: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_speculative.py
+
 bench-memory: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_memory.py --write benchmarks/RESULTS_memory.md
 

@@ -119,7 +119,7 @@ def _logsumexp(values: list[float]) -> float:
 
 # ------------------------------------------------------------------------------ model
 
-def load_pipeline():
+def load_pipeline(threads: int = 2):
     sys.path.insert(0, str(HERE.parent / "tests"))
     from real_tokenizers import gemma3_model_path  # noqa: E402  (the repository's model locator)
 
@@ -127,7 +127,8 @@ def load_pipeline():
 
     from tokamata.generate import Pipeline
 
-    llm = llama_cpp.Llama(str(gemma3_model_path()), logits_all=True, n_ctx=1024, n_threads=2, verbose=False)
+    llm = llama_cpp.Llama(str(gemma3_model_path()), logits_all=True, n_ctx=1024, n_threads=threads,
+                           verbose=False)
     return Pipeline(llm, batch_size=16)
 
 
@@ -545,10 +546,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="smoke-sized runs")
     parser.add_argument("--only", choices=sorted(EXPERIMENTS), action="append", help="run only these")
     parser.add_argument("--report-only", action="store_true", help="rewrite the report from saved JSON")
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads (1 on a crowded machine)")
     args = parser.parse_args(argv)
     OUT.mkdir(exist_ok=True)
     if not args.report_only:
-        pipe = load_pipeline()
+        pipe = load_pipeline(args.threads)
         for name in args.only or list(EXPERIMENTS):
             print(f"experiment {name}", file=sys.stderr, flush=True)
             data = EXPERIMENTS[name](pipe, args.quick)

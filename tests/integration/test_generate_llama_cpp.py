@@ -154,3 +154,32 @@ def test_logits_all_is_required():
             Pipeline(llm)
     finally:
         llm.close()
+
+
+def test_speculative_decoding_with_a_second_llama(pipe, llm):
+    """Gemma 3 as its own draft (a second ``Llama``): the target verifies each draft in one
+    batched ``eval``. The draft evaluates one token at a time and the target in batches, and
+    llama.cpp's quantized logits depend on batching (see ATOL), so near-ties may differ: the
+    checks are the language, a high acceptance rate, and the log-probabilities of the tokens the
+    two runs share against the plain run's."""
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    draft = llama_cpp.Llama(model_path=llm.model_path, n_ctx=256, n_threads=threads, logits_all=True, verbose=False)
+    try:
+        regex = r"(Yes|No), [a-z]+( [a-z]+){0,3}\."
+        c = tokamata.compile_regex(regex, pipe.vocab)
+        plain = pipe.generate(PROMPT, c, max_new_tokens=16)
+        spec = pipe.generate(PROMPT, c, max_new_tokens=16, draft=draft, num_draft_tokens=4)
+        if spec.finished:
+            assert re.fullmatch(regex, spec.text)
+        assert spec.draft_proposed > 0 and spec.acceptance_rate >= 0.75
+        assert spec.model_calls < plain.model_calls  # one target call per round, not per token
+        same = 0
+        while same < min(len(plain.token_ids), len(spec.token_ids)) and plain.token_ids[same] == spec.token_ids[same]:
+            same += 1
+        assert same >= 1
+        np.testing.assert_allclose(spec.log_probs.unconstrained.per_token[0][:same],
+                                   plain.log_probs.unconstrained.per_token[0][:same], atol=ATOL, rtol=0)
+        sampled = pipe.generate(PROMPT, c, max_new_tokens=16, do_sample=True, seed=2, draft=draft)
+        assert c.matcher().consume_many(sampled.token_ids) == len(sampled.token_ids)
+    finally:
+        draft.close()
