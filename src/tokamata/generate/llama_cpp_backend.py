@@ -68,6 +68,10 @@ class LlamaCppBackend:
             llm.eval(ids[common:])
         return np.array(llm.scores[start - 1: len(ids)], dtype=np.float32, copy=True)
 
+    def reset(self) -> None:
+        """Forget the evaluated prefix (``Llama.reset``; the next call evaluates its whole sequence)."""
+        self.llm.reset()
+
     def score(self, prefix: Sequence[int], sequences: Sequence[Sequence[int]]) -> list[np.ndarray]:
         prefix = [int(t) for t in prefix]
         if not prefix:

@@ -102,6 +102,10 @@ class TransformersBackend:
         self._cached = ids if self._cache is not None else []
         return out.logits[0, -wanted:].float().cpu().numpy()
 
+    def reset(self) -> None:
+        """Forget the KV cache (the next call runs its whole sequence; for timing runs)."""
+        self._cache, self._cached = None, []
+
     def _reusable_cache(self, keep: int) -> Any:
         """The cache cut back to ``keep`` positions, or None when it cannot be (no cache, nothing
         to keep, or a cache without ``crop`` or with sliding-window layers, which may have
