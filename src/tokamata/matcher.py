@@ -112,6 +112,16 @@ class Matcher:
             check_bitmask(bitmask, self.constraint.vocab_size)
             raise InvalidArgument(f"bitmask row index {index!r} out of range for batch {len(bitmask)}") from None
 
+    @property
+    def supports_budgets(self) -> bool:
+        """Whether token budgets (``fill_bitmask(..., max_tokens=n)``, :meth:`budget_needed`)
+        are available for this matcher's constraint (not with ``canonical=True``)."""
+        try:
+            self._check_budget()
+        except Unsupported:
+            return False
+        return True
+
     def _check_budget(self) -> None:
         if self.constraint.canonical is not None:
             raise Unsupported("token budgets with canonical=True", "the budget's completions are not checked "

@@ -28,6 +28,7 @@ torch = pytest.importorskip("torch", reason="needs torch: pip install 'tokamata[
 transformers = pytest.importorskip("transformers", reason="needs transformers: pip install 'tokamata[transformers]'")
 
 import tokamata  # noqa: E402
+from tokamata.bitmask import unpack_bitmask  # noqa: E402
 from tokamata.errors import InvalidArgument, LimitExceeded, Unsupported  # noqa: E402
 from tokamata.generate import Pipeline  # noqa: E402
 
@@ -100,8 +101,9 @@ def oracle_rows(model, ids):
     return logits, torch.log_softmax(logits, dim=-1)
 
 
-def oracle_log_probs(model, prompt_ids, out, constraint=None, prefix=b""):
-    """(unconstrained, constrained) per-token log-probabilities of ``out`` after ``prompt_ids``."""
+def oracle_log_probs(model, prompt_ids, out, constraint=None, prefix=b"", budget=None):
+    """(unconstrained, constrained) per-token log-probabilities of ``out`` after ``prompt_ids``
+    (``budget``: the masks are token-budget rows, ``budget - j`` tokens left at output ``j``)."""
     logits, logp = oracle_rows(model, list(prompt_ids) + list(out))
     n = len(prompt_ids)
     unc = [float(logp[n - 1 + j, t]) for j, t in enumerate(out)]
@@ -109,8 +111,13 @@ def oracle_log_probs(model, prompt_ids, out, constraint=None, prefix=b""):
         return unc, unc
     matcher = constraint.matcher(prefix=prefix)
     con = []
+    buf = tokamata.allocate_bitmask(1, constraint.vocab_size)
     for j, t in enumerate(out):
-        allowed = torch.from_numpy(matcher.allowed_tokens().astype(np.int64))
+        if budget is None:
+            allowed = torch.from_numpy(matcher.allowed_tokens().astype(np.int64))
+        else:
+            matcher.fill_bitmask(buf, 0, max_tokens=budget - j)
+            allowed = torch.from_numpy(np.flatnonzero(unpack_bitmask(buf[0], constraint.vocab_size)))
         assert t in set(allowed.tolist()), f"token {t} at {j} is not allowed"
         row = logits[n - 1 + j]
         con.append(float(row[t] - torch.logsumexp(row[allowed], dim=0)))
@@ -119,7 +126,7 @@ def oracle_log_probs(model, prompt_ids, out, constraint=None, prefix=b""):
 
 
 def check_against_oracle(model, result, constraint=None):
-    unc, con = oracle_log_probs(model, result.prompt_ids, result.token_ids, constraint, result.healed)
+    unc, con = oracle_log_probs(model, result.prompt_ids, result.token_ids, constraint, result.healed, result.budget)
     lp = result.log_probs
     assert len(lp.unconstrained.per_token) == len(lp.constrained.per_token) == 1
     np.testing.assert_allclose(lp.unconstrained.per_token[0], unc, atol=ATOL, rtol=0)
@@ -182,6 +189,26 @@ def test_generate_log_probs_equal_the_oracle(pipe, model, compiled, regex, setti
     zeros = sum(1 for x in out.log_probs.constrained.per_token[0] if x == 0.0)
     assert zeros >= out.forced_steps
     assert out.model_calls <= len(out.token_ids) - out.forced_steps + 1
+
+
+def test_budget_masks_end_complete_within_max_new_tokens(pipe, model, compiled):
+    """Under a constraint the masks have a token budget by default: with a cap that plain
+    sampling overruns, every output is a whole sentence of the constraint that ends (EOS
+    included) within max_new_tokens; budget=False is plain; a cap too small is refused."""
+    c = compiled(r"[a-z]+( [a-z]+)*\.")
+    eos = set(pipe.vocab.eos_token_ids)
+    for seed in range(6):
+        out = pipe.generate(PROMPT, c, do_sample=True, seed=seed, max_new_tokens=5)
+        assert out.budget == 5 and out.finish_reason == "eos", out
+        assert len(out.token_ids) <= 5 and out.token_ids[-1] in eos and re.fullmatch(r"[a-z]+( [a-z]+)*\.", out.text)
+        check_against_oracle(model, out, c)
+    plain = [pipe.generate(PROMPT, c, do_sample=True, seed=seed, max_new_tokens=5, budget=False) for seed in range(6)]
+    assert all(p.budget is None for p in plain)
+    assert any(p.finish_reason == "length" for p in plain)  # (what the budget prevents)
+    with pytest.raises(tokamata.InvalidArgument, match="too small"):
+        pipe.generate(PROMPT, compiled(r"abcdefgh"), max_new_tokens=1)
+    with pytest.raises(tokamata.InvalidArgument, match="budget must be"):
+        pipe.generate(PROMPT, c, budget="yes")
 
 
 def test_forced_steps_skip_model_calls(pipe, model, compiled):

@@ -153,7 +153,7 @@ class Pipeline:
                  max_new_tokens: int = 64, do_sample: bool = False, temperature: float = 1.0, top_k: int = 0,
                  top_p: float = 1.0, seed: int | None = None, heal: bool | int = False,
                  response_prefix: Sequence[int | str] = (), canonical: bool = False, draft: Any = None,
-                 num_draft_tokens: int = 4) -> GenerationResult:
+                 num_draft_tokens: int = 4, budget: bool | None = None) -> GenerationResult:
         """Generate after ``prompt`` (text, token ids, or chat messages rendered with the model's
         template), under ``constraint`` (a :class:`~tokamata.Constraint` over the model's
         vocabulary, a Python type, or None).
@@ -174,7 +174,18 @@ class Pipeline:
         them in one call under the same masks and keeps a prefix. The output has the
         distribution of plain decoding (greedy: the same tokens); ``draft_proposed`` and
         ``draft_accepted`` say how well the draft guessed.
+
+        ``budget`` (default: on under a constraint that supports token budgets, see
+        :attr:`Matcher.supports_budgets`): masks with a token budget
+        (:meth:`Matcher.fill_bitmask`'s ``max_tokens``, the outputs left with EOS counted), so
+        that the output ends as a complete sentence of the constraint within
+        ``max_new_tokens`` tokens; ``max_new_tokens`` too small for any output raises
+        :class:`~tokamata.InvalidArgument` before decoding. ``budget=False`` masks plainly (the
+        output may stop mid-sentence); ``budget=True`` where budgets are not supported (canonical
+        mode) raises :class:`~tokamata.Unsupported`.
         """
+        if budget is not None and not isinstance(budget, bool):
+            raise InvalidArgument(f"budget must be a bool or None, got {budget!r}")
         params = SamplingParams(do_sample, temperature, top_k, top_p)
         max_new_tokens = _positive(max_new_tokens, "max_new_tokens")
         rng = np.random.default_rng(seed)
@@ -183,7 +194,7 @@ class Pipeline:
             drafter = self._draft_backend(draft)
             num_draft_tokens = _positive(num_draft_tokens, "num_draft_tokens")
         return self._generate(prompt, constraint, max_new_tokens, params, rng, heal, response_prefix, canonical,
-                              drafter, num_draft_tokens)
+                              drafter, num_draft_tokens, budget)
 
     def _draft_backend(self, draft: Any) -> Backend:
         """The backend of a draft model, over a vocabulary equal to this pipeline's."""
@@ -202,7 +213,7 @@ class Pipeline:
 
     def _generate(self, prompt, constraint, max_new_tokens: int, params: SamplingParams, rng, heal,
                   response_prefix, canonical: bool, draft: Backend | None = None,
-                  num_draft_tokens: int = 4) -> GenerationResult:
+                  num_draft_tokens: int = 4, budget: bool | None = None) -> GenerationResult:
         prompt_ids = self._prompt_ids(prompt)
         c = self._constraint(constraint)
         healed = b""
@@ -216,6 +227,7 @@ class Pipeline:
         if c is None and canonical:
             c = self._any_text()
         matcher = constraint_matcher(c, healed, canonical) if c is not None else None
+        budgeted = matcher is not None and (matcher.supports_budgets if budget is None else budget)
         prefix_tokens = self._token_list(response_prefix, "response_prefix", allow_empty=True)
         ends = [j for j, t in enumerate(prefix_tokens[:-1]) if t in self._eos]
         if ends:
@@ -230,7 +242,14 @@ class Pipeline:
         def allowed_now() -> np.ndarray | None:
             if matcher is None:
                 return None
-            matcher.fill_bitmask(bitmask, 0)
+            if budgeted:  # (the outputs left, EOS included)
+                matcher.fill_bitmask(bitmask, 0, max_tokens=max_new_tokens - (len(ids) - base))
+                if not bitmask[0].any():
+                    raise InvalidArgument(f"max_new_tokens={max_new_tokens} is too small for any output of the "
+                                          f"constraint from output position {len(ids) - base} (it needs "
+                                          f"{matcher.budget_needed()} tokens, EOS included)")
+            else:
+                matcher.fill_bitmask(bitmask, 0)
             return unpack_bitmask(bitmask[0], size)
 
         ids = list(prompt_ids)
@@ -272,7 +291,8 @@ class Pipeline:
         spec = None
         if draft is not None and not reason:
             spec = speculative_decode(self.backend, draft, matcher, self._eos, ids, base, unc, con, pending,
-                                      max_new_tokens, limit, params, rng, num_draft_tokens, self._token_str)
+                                      max_new_tokens, limit, params, rng, num_draft_tokens, self._token_str,
+                                      budgeted)
             reason, pending, calls, forced = spec.reason, spec.pending, calls + spec.target_calls, forced + spec.forced
         while not reason:
             produced = len(ids) - base
@@ -328,7 +348,7 @@ class Pipeline:
             token_strs=[self._token_str(t) for t in out], log_probs=log_probs, forced_steps=forced,
             model_calls=calls, finish_reason=reason, prompt_ids=list(prompt_ids), healed=healed,
             draft_proposed=spec.proposed if spec else 0, draft_accepted=spec.accepted if spec else 0,
-            draft_calls=spec.draft_calls if spec else 0)
+            draft_calls=spec.draft_calls if spec else 0, budget=max_new_tokens if budgeted else None)
 
     def _fill_pending(self, rows: np.ndarray, ids: list[int], pending: int, base: int,
                       unc: list[float | None]) -> None:

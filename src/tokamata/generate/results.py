@@ -73,6 +73,9 @@ class GenerationResult:
     With a draft model (speculative decoding), ``draft_proposed`` counts the tokens the draft
     sampled, ``draft_accepted`` those the target kept (forced tokens are in neither),
     ``draft_calls`` the draft's logits calls; ``model_calls`` stays the target's.
+
+    ``budget`` is the token budget the masks had (``max_new_tokens``, EOS included: the
+    output is a complete sentence within it), None when they were plain.
     """
 
     text: str
@@ -87,6 +90,7 @@ class GenerationResult:
     draft_proposed: int = 0
     draft_accepted: int = 0
     draft_calls: int = 0
+    budget: int | None = None
 
     @property
     def finished(self) -> bool:

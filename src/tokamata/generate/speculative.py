@@ -68,11 +68,12 @@ class SpeculativeOutcome:
 def speculative_decode(target: Backend, draft: Backend, matcher: Matcher | None, eos: frozenset[int],
                        ids: list[int], base: int, unc: list[float | None], con: list[float], pending: int,
                        max_new_tokens: int, limit: int, params: SamplingParams, rng: np.random.Generator,
-                       k: int, describe: Callable[[int], str]) -> SpeculativeOutcome:
+                       k: int, describe: Callable[[int], str], budget: bool = False) -> SpeculativeOutcome:
     """Decode after ``ids`` (``ids[base:]`` already output, ``unc``/``con`` their log-probabilities,
     ``unc`` None where not yet known from ``pending`` on) until EOS, ``max_new_tokens`` outputs or
     ``limit`` tokens in all, with rounds of at most ``k`` sampled draft tokens (see the module
-    docstring). ``describe(token)`` spells a token for errors."""
+    docstring). ``describe(token)`` spells a token for errors. ``budget``: rows are token-budget
+    masks (``max_tokens`` = the outputs left, EOS included), so the output ends complete."""
     size = target.vocab.size
     out = SpeculativeOutcome(pending=pending)
     buffer = allocate_bitmask(k + 1, size)
@@ -102,7 +103,8 @@ def speculative_decode(target: Backend, draft: Backend, matcher: Matcher | None,
                 if run:
                     if len(buffer) < j + len(run) + 1:
                         buffer = _grown(buffer, j + len(run) + 1, size)
-                    matcher.fill_bitmask_draft(run, buffer, j)  # rows j .. j + len(run), each once
+                    if not budget:
+                        matcher.fill_bitmask_draft(run, buffer, j)  # rows j .. j + len(run), each once
                     matcher.consume_many(run)
                     drafted.extend(run)
                     forced.extend([True] * len(run))
@@ -110,10 +112,15 @@ def speculative_decode(target: Backend, draft: Backend, matcher: Matcher | None,
                     j = len(drafted)
                     if j == room:
                         break
+                    if budget:  # (the run's own rows are not needed: only the row after it)
+                        matcher.fill_bitmask(buffer, j, max_tokens=max_new_tokens - produced - j)
                 else:
                     if len(buffer) < j + 1:
                         buffer = _grown(buffer, j + 1, size)
-                    matcher.fill_bitmask(buffer, j)
+                    if budget:
+                        matcher.fill_bitmask(buffer, j, max_tokens=max_new_tokens - produced - j)
+                    else:
+                        matcher.fill_bitmask(buffer, j)
                 allowed = unpack_bitmask(buffer[j], size)
                 only = np.flatnonzero(allowed)
                 if len(only) == 1:  # one way on (an EOS, or a run cut at Limits.max_forced_length)
