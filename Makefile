@@ -15,7 +15,7 @@ SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-json-schema bench-json-schema-full bench-engine bench-drafts bench-memory bench-all plots experiments experiments-quick install clean
+.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-long-life bench-json-schema bench-json-schema-full bench-engine bench-drafts bench-memory bench-all plots experiments experiments-quick install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -96,6 +96,9 @@ bench: $(BUILT) $(VOCABS)
 
 bench-grammar: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_grammar.py --write benchmarks/RESULTS_grammar.md
+
+bench-long-life: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_long_life.py --walks 100000 --every 5000 | tee benchmarks/RESULTS_long_life.csv
 
 bench-json-schema: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_json_schema.py --write benchmarks/RESULTS_json_schema.md

@@ -519,7 +519,9 @@ NB_MODULE(_core, m) {
       .def("allowed_id", &EarleyCore::allowed_id, "handle"_a)
       .def("allowed", &EarleyCore::allowed, "handle"_a)
       .def("allowed_by_id", &EarleyCore::allowed_by_id, "id"_a)
-      .def_prop_ro("num_sets", &EarleyCore::num_sets);
+      .def_prop_ro("num_sets", &EarleyCore::num_sets)
+      .def_prop_ro("num_handles", &EarleyCore::num_handles)
+      .def_prop_ro("num_built", &EarleyCore::num_built);
 
   nb::class_<GrammarCore>(m, "GrammarCore")
       .def(nb::new_(&make_grammar_core), "lexer"_a, "shared_events"_a.none(), "parser"_a, "ignored"_a,
@@ -541,7 +543,7 @@ NB_MODULE(_core, m) {
         RegexCore& core = g.lexer();
         check_words(out, core);
         check_state(core, state);
-        if (parser < 0 || parser >= g.parser().num_sets()) throw nb::value_error("parser state out of range");
+        if (parser < 0 || parser >= g.parser().num_handles()) throw nb::value_error("parser state out of range");
         uint32_t* bits = out.data();
         nb::gil_scoped_release release;
         return g.crossing(parser, state, bits);
@@ -566,6 +568,10 @@ NB_MODULE(_core, m) {
            "special_tokens"_a, "max_configurations"_a, "mask_cache_size"_a)
       .def_prop_ro("strategy", [](const ConstraintCore& c) { return static_cast<int32_t>(c.strategy()); })
       .def_prop_ro("num_cached_masks", &ConstraintCore::num_cached_masks)
+      .def("sweep", &ConstraintCore::sweep, Release())
+      .def("set_sweep_threshold", &ConstraintCore::set_sweep_threshold, "live_states"_a)
+      .def_prop_ro("num_sweeps", &ConstraintCore::num_sweeps)
+      .def_prop_ro("num_matchers", &ConstraintCore::num_matchers)
       .def_prop_ro("num_lexer_states", [](const ConstraintCore& c) { return c.lexer().num_states(); })
       .def_prop_ro("num_cached_rows", [](const ConstraintCore& c) { return c.lexer().num_cached_rows(); });
 
@@ -582,7 +588,13 @@ NB_MODULE(_core, m) {
       }, "max_states"_a)
       .def("consume", [](MatcherCore& m, int32_t token) {
         const int32_t quick = m.consume_if_cached(token);
-        if (quick >= 0) return quick;
+        if (quick >= 0) {
+          if (quick == kAccepted && m.constraint().sweep_due()) {
+            nb::gil_scoped_release release;
+            m.shared_constraint()->sweep_if_due();
+          }
+          return quick;
+        }
         nb::gil_scoped_release release;
         return static_cast<int32_t>(m.consume(token));
       }, "token"_a)
@@ -599,7 +611,7 @@ NB_MODULE(_core, m) {
         }
         return std::make_pair(count, status);
       }, "tokens"_a)
-      .def("rollback", &MatcherCore::rollback, "n"_a)
+      .def("rollback", &MatcherCore::rollback, "n"_a, Release())
       .def("is_accepting", &MatcherCore::is_accepting, Release())
       .def("is_terminated", &MatcherCore::is_terminated)
       .def_prop_ro("history_length", &MatcherCore::history_length)

@@ -2,6 +2,7 @@
 #include "tokamata/earley.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include "tokamata/token_row.hpp"  // LimitError
@@ -110,10 +111,13 @@ EarleyCore::EarleyCore(EarleyTables tables, int64_t max_items, int64_t max_sets)
   std::vector<int32_t> roots{t_.start};
   close(stack, 0, roots, *root);
   sets_.push_back(std::move(root));
+  live_ = 1;
+  built_ = 1;
 }
 
 void EarleyCore::check(int32_t handle) const {
-  if (handle < 0 || static_cast<size_t>(handle) >= sets_.size()) throw std::out_of_range("parser state out of range");
+  if (handle < 0 || static_cast<size_t>(handle) >= sets_.size() || !sets_[handle])
+    throw std::out_of_range("parser state out of range");
 }
 
 bool EarleyCore::first_time(int64_t key) {
@@ -295,7 +299,9 @@ int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
     // terminals (or split at different places) would be distinct, exponentially many.
     auto fresh = std::make_unique<Set>();
     std::vector<int32_t> roots;
-    close(kernel, static_cast<int32_t>(sets_.size()), roots, *fresh);
+    // (the handle it will get: close() only compares it with 0, the start set's handle)
+    const int32_t here = free_.empty() ? static_cast<int32_t>(sets_.size()) : free_.back();
+    close(kernel, here, roots, *fresh);
     std::vector<int32_t> content;
     content.reserve(fresh->entries.size() * 2 + 1);
     content.push_back(fresh->accepting ? 1 : 0);
@@ -308,11 +314,20 @@ int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
     if (same != by_content_.end()) {
       child = same->second;
     } else {
-      if (static_cast<int64_t>(sets_.size()) >= max_sets_) {
-        throw LimitError("max_parser_states", static_cast<double>(sets_.size() + 1), static_cast<double>(max_sets_));
+      if (static_cast<int64_t>(live_) >= max_sets_) {
+        throw LimitError("max_parser_states", static_cast<double>(live_ + 1), static_cast<double>(max_sets_));
       }
-      child = static_cast<int32_t>(sets_.size());
-      sets_.push_back(std::move(fresh));
+      fresh->content_key = content_key;
+      if (free_.empty()) {
+        child = static_cast<int32_t>(sets_.size());
+        sets_.push_back(std::move(fresh));
+      } else {
+        child = free_.back();
+        free_.pop_back();
+        sets_[child] = std::move(fresh);
+      }
+      ++live_;
+      ++built_;
       by_content_.emplace(content_key, child);
     }
     by_kernel_.emplace(key, child);
@@ -347,7 +362,68 @@ std::vector<int32_t> EarleyCore::allowed_by_id(int32_t id) const {
 
 int32_t EarleyCore::num_sets() const {
   std::lock_guard<std::mutex> guard(mu_);
+  return live_;
+}
+
+int64_t EarleyCore::num_built() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return built_;
+}
+
+int32_t EarleyCore::num_handles() const {
+  std::lock_guard<std::mutex> guard(mu_);
   return static_cast<int32_t>(sets_.size());
+}
+
+std::vector<uint8_t> EarleyCore::collect(const std::vector<int32_t>& roots) {
+  std::lock_guard<std::mutex> guard(mu_);
+  std::vector<uint8_t> live(sets_.size(), 0);
+  std::vector<int32_t> stack{0};
+  live[0] = 1;
+  for (int32_t r : roots) {
+    check(r);
+    if (!live[r]) {
+      live[r] = 1;
+      stack.push_back(r);
+    }
+  }
+  while (!stack.empty()) {  // a set's completions read the sets its items' origins name
+    const Set& s = *sets_[stack.back()];
+    stack.pop_back();
+    for (const Entry& e : s.entries) {
+      const int32_t o = e.item.origin;
+      if (!live[o]) {
+        live[o] = 1;
+        stack.push_back(o);
+      }
+    }
+  }
+  for (size_t h = 0; h < sets_.size(); ++h) {
+    if (sets_[h] && !live[h]) {
+      by_content_.erase(sets_[h]->content_key);
+      sets_[h].reset();
+      free_.push_back(static_cast<int32_t>(h));
+      --live_;
+    }
+  }
+  // lowest handles first, so the table's live part stays dense
+  std::sort(free_.begin(), free_.end(), std::greater<int32_t>());
+  for (auto& set : sets_) {
+    if (!set) continue;
+    auto& children = set->children;
+    children.erase(std::remove_if(children.begin(), children.end(),
+                                  [&](const std::pair<int32_t, int32_t>& c) { return !live[c.second]; }),
+                   children.end());
+  }
+  for (auto it = by_kernel_.begin(); it != by_kernel_.end();) {
+    bool keep = live[it->second] != 0;
+    const size_t n = it->first.size() / sizeof(Item);
+    const Item* items = reinterpret_cast<const Item*>(it->first.data());
+    for (size_t i = 0; keep && i < n; ++i) keep = live[items[i].origin] != 0;
+    it = keep ? std::next(it) : by_kernel_.erase(it);
+  }
+  // (the scratch of closures keeps no handles past a call)
+  return live;
 }
 
 }  // namespace tokamata

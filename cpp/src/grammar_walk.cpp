@@ -389,6 +389,13 @@ void GrammarCore::spend(int64_t steps) {
   }
 }
 
+void GrammarCore::forget_parsers(const std::vector<uint8_t>& live) {
+  for (auto it = dense_.begin(); it != dense_.end();) {
+    const auto parser = static_cast<size_t>(*it >> 32);
+    it = (parser >= live.size() || !live[parser]) ? dense_.erase(it) : std::next(it);
+  }
+}
+
 int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
   return with_targets([&](const Targets& targets) {
     const EventIndex& index = index_locked(state);

@@ -91,6 +91,7 @@ ConstraintCore::ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr
   for (int32_t b = 0; b < 256; ++b) {
     if (class_size_[class_map[b]]++ == 0) class_byte_[class_map[b]] = b;
   }
+  if (grammar_) sweep_at_ = std::min<int64_t>(kSweepFloor, std::max<int64_t>(grammar_->parser().max_sets() / 2, 1));
 }
 
 // ------------------------------------------------------------------------------ caches
@@ -489,6 +490,7 @@ MatcherCore::MatcherCore(std::shared_ptr<ConstraintCore> constraint, std::vector
     prefix_ = std::make_shared<const std::vector<uint8_t>>(std::move(prefix));
   }
   starts_.push_back(0);
+  constraint_->register_matcher(this);
 }
 
 const MaskPtr& MatcherCore::current_mask() {
@@ -557,10 +559,16 @@ void MatcherCore::write(const TokenRow* row, uint32_t* out, int64_t num_words) c
 }
 
 void MatcherCore::fill(uint32_t* out, int64_t num_words) {
-  write(terminated_ ? nullptr : current_mask().get(), out, num_words);
+  {
+    const auto held = hold();
+    write(terminated_ ? nullptr : current_mask().get(), out, num_words);
+  }
+  if (constraint_->sweep_due()) constraint_->sweep_if_due();
 }
 
 bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
+  const auto held = hold(true);
+  if (constraint_->strategy() == Strategy::kEarley && !held.owns_lock()) return false;
   if (!terminated_ && !mask_) {
     if (in_prefix()) {
       const size_t offset = static_cast<size_t>(stack_[starts_.back()].lexer);
@@ -576,6 +584,11 @@ bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
 }
 
 bool MatcherCore::is_accepting() {
+  const auto held = hold();
+  return is_accepting_held();
+}
+
+bool MatcherCore::is_accepting_held() {
   if (terminated_) return true;
   if (mask_) return mask_->accepting;
   if (in_prefix()) return false;
@@ -583,6 +596,16 @@ bool MatcherCore::is_accepting() {
 }
 
 ConsumeStatus MatcherCore::consume(int32_t token) {
+  ConsumeStatus status;
+  {
+    const auto held = hold();
+    status = consume_held(token);
+  }
+  if (status == kAccepted && constraint_->sweep_due()) constraint_->sweep_if_due();
+  return status;
+}
+
+ConsumeStatus MatcherCore::consume_held(int32_t token) {
   if (token < 0 || token >= constraint_->vocab_size()) return kOutOfRange;
   if (terminated_) return kRefused;
   if (constraint_->ends_output(token)) return end_output();
@@ -598,12 +621,15 @@ ConsumeStatus MatcherCore::consume(int32_t token) {
 }
 
 ConsumeStatus MatcherCore::end_output() {
-  if (!is_accepting()) return kRefused;
+  if (!is_accepting_held()) return kRefused;
   terminated_ = true;
   return kAccepted;
 }
 
 int32_t MatcherCore::consume_if_cached(int32_t token) {
+  // (a sweep that is due waits for the next consume(): this one may run with the GIL)
+  const auto held = hold(true);
+  if (constraint_->strategy() == Strategy::kEarley && !held.owns_lock()) return -1;
   if (token < 0 || token >= constraint_->vocab_size()) return kOutOfRange;
   if (terminated_) return kRefused;
   if (in_prefix()) return -1;  // (consume() computes prefix masks and advances)
@@ -635,6 +661,7 @@ int32_t MatcherCore::consume_if_cached(int32_t token) {
 }
 
 int32_t MatcherCore::rollback(int32_t n) {
+  const auto held = hold();
   int32_t undone = 0;
   while (undone < n) {
     if (terminated_) {
@@ -654,6 +681,7 @@ int32_t MatcherCore::rollback(int32_t n) {
 // ------------------------------------------------------------------------------ forced steps
 
 std::vector<int32_t> MatcherCore::forced_tokens(int64_t max_tokens) {
+  const auto held = hold();
   std::vector<int32_t> out;
   if (terminated_ || max_tokens <= 0) return out;
   const size_t depth = starts_.size();
@@ -704,6 +732,7 @@ std::vector<int32_t> MatcherCore::forced_tokens(int64_t max_tokens) {
 }
 
 std::vector<uint8_t> MatcherCore::forced_bytes(int64_t max_bytes) {
+  const auto held = hold();
   std::vector<uint8_t> out;
   if (terminated_ || max_bytes <= 0) return out;
   const Configuration* here = stack_.data() + starts_.back();

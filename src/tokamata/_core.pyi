@@ -140,7 +140,14 @@ class EarleyCore:
     def allowed(self, handle: int) -> list[int]: ...
     def allowed_by_id(self, id: int) -> list[int]: ...
     @property
-    def num_sets(self) -> int: ...
+    def num_sets(self) -> int:
+        """Live sets (what ``max_sets`` bounds)."""
+    @property
+    def num_handles(self) -> int:
+        """Handles allotted, live or released (released ones are reused)."""
+    @property
+    def num_built(self) -> int:
+        """Sets built so far, released ones included."""
 
 class GrammarCore:
     """A grammar's lexer DFA (a RegexCore) with its parser: inside rows and crossing walks."""
@@ -180,6 +187,15 @@ class ConstraintCore:
     def strategy(self) -> int: ...
     @property
     def num_cached_masks(self) -> int: ...
+    def sweep(self) -> int:
+        """Release the parser states no live matcher holds; returns how many."""
+    def set_sweep_threshold(self, live_states: int) -> None:
+        """Sweep at the next consume or fill once this many parser states are live."""
+    @property
+    def num_sweeps(self) -> int: ...
+    @property
+    def num_matchers(self) -> int:
+        """Live matchers of this constraint."""
     @property
     def num_lexer_states(self) -> int: ...
     @property

@@ -18,7 +18,15 @@
 // - Every nonterminal is productive (check_grammar, over GrammarRules), so allowed(h) is exactly the set of
 //   terminals after which the parse is still extendable to a sentence.
 // - All operations lock one mutex and never call back into Python; limits (items per set,
-//   sets in total) throw LimitError (LimitExceeded in Python).
+//   live sets) throw LimitError (LimitExceeded in Python).
+// - collect(roots) releases every set that neither a root nor (transitively) the origin of an
+//   item of a kept set is: a set reads only its origins' sets (completion), so the kept sets
+//   and every scan from them are unchanged. Kept handles stay as they are; released handles
+//   are reused by later sets, so whoever caches anything by handle must drop what collect
+//   reports released (ConstraintCore::sweep does, for its own and GrammarCore's caches).
+//   Memos that name a released set (scan children, kernels with a released origin, content
+//   keys) are dropped with it, and a set built again after a release has the same content
+//   as before (closures are functions of the kernel), so answers do not depend on sweeps.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -73,12 +81,21 @@ class EarleyCore {
   int32_t allowed_id(int32_t handle) const;
   std::vector<int32_t> allowed(int32_t handle) const;
   std::vector<int32_t> allowed_by_id(int32_t id) const;
+  // Live sets (the limit max_parser_states counts these).
   int32_t num_sets() const;
   // Appends to `out` a continuation of fewest terminals from set `handle` to an accepting set
   // (minimal derivations of the rest of one of its items, then of each parent item's rest up
   // to the start item; earley_completion.cpp). Returns false, `out` unspecified, when none is
   // found within max_length terminals. Token budgets use it for their witnesses.
   bool shortest_completion(int32_t handle, int64_t max_length, std::vector<int32_t>& out);
+  int64_t max_sets() const { return max_sets_; }
+  // Sets built so far, released ones included (never decreases).
+  int64_t num_built() const;
+  // Handles ever allotted, live or free (the size of the handle table).
+  int32_t num_handles() const;
+  // Releases the sets unreachable from `roots` (plus handle 0) through origins; returns one
+  // flag per handle (size num_handles()): 1 live, 0 free.
+  std::vector<uint8_t> collect(const std::vector<int32_t>& roots);
 
  private:
   struct Item {
@@ -99,6 +116,7 @@ class EarleyCore {
     bool accepting = false;
     int32_t allowed_id = 0;
     std::vector<std::pair<int32_t, int32_t>> children;  // (terminal, handle): the scan memo
+    std::string content_key;  // its key in by_content_
   };
 
   void close(std::vector<Item>& stack, int32_t here, std::vector<int32_t>& roots, Set& out);
@@ -111,7 +129,10 @@ class EarleyCore {
   int64_t max_items_;
   int64_t max_sets_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Set>> sets_;
+  std::vector<std::unique_ptr<Set>> sets_;  // null: a released handle (in free_)
+  std::vector<int32_t> free_;
+  int32_t live_ = 0;
+  int64_t built_ = 0;
   std::unordered_map<std::string, int32_t> by_kernel_;
   std::unordered_map<std::string, int32_t> by_content_;  // (accepting, open items) -> handle
   std::unordered_map<std::string, const Predicted*> predicted_by_roots_;

@@ -115,6 +115,9 @@ class GrammarCore {
   // walks that gave way to the plain DFS: for tests and benchmarks.
   int64_t walk_steps() const { return steps_total_.load(std::memory_order_relaxed); }
   int64_t dense_walks() const { return dense_total_.load(std::memory_order_relaxed); }
+  // Drops what is remembered about parser states that `live` (one flag per parser handle, from
+  // EarleyCore::collect) marks released. The caller holds lexer().compute_mutex().
+  void forget_parsers(const std::vector<uint8_t>& live);
   // The three below: the caller holds lexer().compute_mutex().
   // Terminals that may end at lexer state `state` (cached).
   const std::vector<int32_t>& ends_of(int32_t state);

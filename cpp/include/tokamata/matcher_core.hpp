@@ -62,12 +62,25 @@
 //   Python (new lexer start states), which takes the GIL.
 // - Thread safety: a ConstraintCore is shared by any number of threads; a MatcherCore is
 //   used by one thread at a time.
+// - Long life (kEarley): parser states no live matcher can reach are released
+//   (matcher_sweep.cpp). Every MatcherCore registers with its constraint, and holds the
+//   constraint's sweep lock (shared) while it computes or changes its history; sweep() takes
+//   it exclusively, so no matcher is in a call, collects the parser handles of every live
+//   matcher's history and forced run, has EarleyCore::collect release every other set, and
+//   drops the cached masks, acceptance and dense-walk marks of released handles. A sweep runs
+//   at the end of a consume once the live parser states reach a threshold (twice those live
+//   after the last sweep, at least kSweepFloor, at most half of max_parser_states), so
+//   released handles never appear in a live position and masks are those of a constraint
+//   that never swept (a set built again has the same content).
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <atomic>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tokamata/earley.hpp"
@@ -169,6 +182,22 @@ class ConstraintCore {
   // (LimitError "max_budget_states" past it). Without the GIL.
   int32_t budget_bound(const Configuration* position, size_t size, int64_t max_states);
   MaskPtr budget_row(const Configuration* position, size_t size, int32_t budget, int64_t max_states);
+  // Long life (matcher_sweep.cpp).
+  static constexpr int32_t kSweepFloor = 4096;
+  // Whether the live parser states reached the threshold of the next sweep.
+  bool sweep_due() const;
+  // Releases the parser states no registered matcher holds (see the invariants); returns the
+  // number released. Call without holding the sweep lock (and without the GIL).
+  int64_t sweep() { return sweep_when(false); }
+  // sweep() when it is still due once no matcher is in a call (another thread may have swept).
+  int64_t sweep_if_due() { return sweep_when(true); }
+  int64_t num_sweeps() const { return sweeps_.load(std::memory_order_relaxed); }
+  // Sets the sweep threshold now (for tests: 0 sweeps at the next consume).
+  void set_sweep_threshold(int64_t live_states) { sweep_at_.store(live_states, std::memory_order_relaxed); }
+  std::shared_mutex& sweep_mutex() { return sweep_mu_; }
+  void register_matcher(const class MatcherCore* m);
+  void unregister_matcher(const class MatcherCore* m);
+  size_t num_matchers() const;
 
  private:
   struct BudgetEntry {
@@ -209,6 +238,7 @@ class ConstraintCore {
     }
   };
 
+  int64_t sweep_when(bool only_if_due);
   MaskPtr regular_mask(const Configuration& c);
   MaskPtr configuration_mask(const Configuration& c);
   bool configuration_accepting(const Configuration& c);
@@ -253,12 +283,24 @@ class ConstraintCore {
   std::deque<std::vector<Configuration>> profile_order_;
   std::vector<int32_t> witness_byte_;
   std::vector<uint8_t> witness_single_;  // per class: its byte is a token by itself
+  // long life: matchers alive, the lock that keeps them out of their calls during a sweep
+  std::shared_mutex sweep_mu_;
+  mutable std::mutex registry_mu_;
+  std::unordered_set<const MatcherCore*> matchers_;
+  std::atomic<int64_t> sweep_at_{kSweepFloor};
+  std::atomic<int64_t> sweeps_{0};
 };
 
 class MatcherCore {
  public:
   // `prefix`: bytes the output must begin with (token healing; empty: none).
   explicit MatcherCore(std::shared_ptr<ConstraintCore> constraint, std::vector<uint8_t> prefix = {});
+  MatcherCore(const MatcherCore& other);
+  MatcherCore& operator=(const MatcherCore&) = delete;
+  ~MatcherCore();
+  // Appends the parser handles this matcher holds (its history and its forced run). The
+  // caller holds the constraint's sweep lock exclusively.
+  void held_parsers(std::vector<int32_t>& out) const;
 
   // Writes the allowed tokens into out[0, num_words) (bits past the vocabulary cleared).
   void fill(uint32_t* out, int64_t num_words);
@@ -308,6 +350,11 @@ class MatcherCore {
 
  private:
   const MaskPtr& current_mask();
+  // The constraint's sweep lock, shared (kEarley; nothing for kRegular, which never sweeps);
+  // try_only: not waiting (for callers that may hold the GIL).
+  std::shared_lock<std::shared_mutex> hold(bool try_only = false) const;
+  ConsumeStatus consume_held(int32_t token);
+  bool is_accepting_held();
   // The mask of any position, and the advance from it: prefix positions here, the others in
   // the constraint.
   MaskPtr mask_at(const Configuration* position, size_t size);

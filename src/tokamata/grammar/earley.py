@@ -10,8 +10,10 @@ Invariants:
   (every nonterminal is productive: ``check_grammar``); ``accepting(h)`` says the terminals so
   far form a sentence.
 - The recognizer is ``grammar/earley_reference.py``'s algorithm in C++ (tests compare the two);
-  its limits (``max_earley_items``, ``max_parser_states``) raise :class:`LimitExceeded`
-  (translated from the C++ LimitError by the bindings).
+  its limits (``max_earley_items``, ``max_parser_states``: live states) raise
+  :class:`LimitExceeded` (translated from the C++ LimitError by the bindings).
+- A constraint's core releases the states no live matcher can reach (``ConstraintCore.sweep``,
+  matcher_core.hpp "Long life") and reuses their handles, so nothing here caches by handle.
 """
 
 from __future__ import annotations
@@ -42,8 +44,6 @@ class EarleyParser:
         # derived in C++ from the flat rules
         self._core = _core.EarleyCore(rules_core(grammar), grammar.start, limits.max_earley_items,
                                       limits.max_parser_states)
-        self._allowed: dict[int, frozenset[int]] = {}
-        self._accepting: dict[int, bool] = {}
 
     @property
     def core(self) -> "_core.EarleyCore":
@@ -55,10 +55,7 @@ class EarleyParser:
 
     def allowed(self, handle: int) -> frozenset[int]:
         """Terminals that may come next."""
-        found = self._allowed.get(handle)
-        if found is None:
-            found = self._allowed[handle] = frozenset(self._core.allowed(handle))
-        return found
+        return frozenset(self._core.allowed(handle))
 
     def allowed_id(self, handle: int) -> int:
         """Id of ``allowed(handle)``: equal sets have equal ids."""
@@ -69,12 +66,10 @@ class EarleyParser:
 
     def accepting(self, handle: int) -> bool:
         """The terminals so far form a sentence."""
-        found = self._accepting.get(handle)
-        if found is None:
-            found = self._accepting[handle] = self._core.accepting(handle)
-        return found
+        return self._core.accepting(handle)
 
     @property
     def num_states(self) -> int:
+        """Live parser states (released ones are not counted)."""
         return self._core.num_sets
 
