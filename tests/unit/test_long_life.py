@@ -155,3 +155,41 @@ def test_sweep_keeps_what_live_matchers_hold():
     assert c.num_parser_states == 1  # only the start state is left
     m = c.matcher()  # and it is served as before
     assert m.consume_many(gpt2().encode("int x = 1;")) > 0
+
+
+def test_sweeps_while_other_threads_walk():
+    """Threads walking one constraint with a low limit: sweeps run between their calls (never
+    inside one), and every walk's masks equal a replay on a constraint that never swept."""
+    import threading
+
+    c = compile_case("c_like", Limits(max_parser_states=600))
+    fresh = compile_case("c_like")
+    walks: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(25):
+                m = c.matcher()
+                tokens = walk(m, rng)
+                kept = m.copy()
+                walks.append(tokens)
+                assert kept.num_consumed == len(tokens) or kept.is_terminated()
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert c._core.num_sweeps >= 1
+    assert c.num_parser_states <= 600
+    rng = random.Random(9)
+    for tokens in rng.sample(walks, 10):
+        m, replay = c.matcher(), fresh.matcher()
+        for token in tokens:
+            assert np.array_equal(mask_of(m), mask_of(replay))
+            assert m.consume(token) and replay.consume(token)
