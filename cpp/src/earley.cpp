@@ -113,6 +113,7 @@ EarleyCore::EarleyCore(EarleyTables tables, int64_t max_items, int64_t max_sets)
   sets_.push_back(std::move(root));
   live_ = 1;
   built_ = 1;
+  live_hint_.store(live_, std::memory_order_relaxed);
 }
 
 void EarleyCore::check(int32_t handle) const {
@@ -328,6 +329,7 @@ int32_t EarleyCore::scan(int32_t handle, int32_t terminal) {
       }
       ++live_;
       ++built_;
+      live_hint_.store(live_, std::memory_order_relaxed);
       by_content_.emplace(content_key, child);
     }
     by_kernel_.emplace(key, child);
@@ -406,6 +408,7 @@ std::vector<uint8_t> EarleyCore::collect(const std::vector<int32_t>& roots) {
       --live_;
     }
   }
+  live_hint_.store(live_, std::memory_order_relaxed);
   // lowest handles first, so the table's live part stays dense
   std::sort(free_.begin(), free_.end(), std::greater<int32_t>());
   for (auto& set : sets_) {

@@ -52,7 +52,7 @@ void MatcherCore::held_parsers(std::vector<int32_t>& out) const {
 // ------------------------------------------------------------------------------ sweeping
 
 bool ConstraintCore::sweep_due() const {
-  return grammar_ && grammar_->parser().num_sets() >= sweep_at_.load(std::memory_order_relaxed);
+  return grammar_ && grammar_->parser().num_sets_hint() >= sweep_at_.load(std::memory_order_relaxed);
 }
 
 int64_t ConstraintCore::sweep_when(bool only_if_due) {

@@ -28,6 +28,7 @@
 //   keys) are dropped with it, and a set built again after a release has the same content
 //   as before (closures are functions of the kernel), so answers do not depend on sweeps.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,8 @@ class EarleyCore {
   // to the start item; earley_completion.cpp). Returns false, `out` unspecified, when none is
   // found within max_length terminals. Token budgets use it for their witnesses.
   bool shortest_completion(int32_t handle, int64_t max_length, std::vector<int32_t>& out);
+  // The same without the lock (a recent value; for the sweep trigger on the hot path).
+  int32_t num_sets_hint() const { return live_hint_.load(std::memory_order_relaxed); }
   int64_t max_sets() const { return max_sets_; }
   // Sets built so far, released ones included (never decreases).
   int64_t num_built() const;
@@ -132,6 +135,7 @@ class EarleyCore {
   std::vector<std::unique_ptr<Set>> sets_;  // null: a released handle (in free_)
   std::vector<int32_t> free_;
   int32_t live_ = 0;
+  std::atomic<int32_t> live_hint_{0};  // live_, written after each change
   int64_t built_ = 0;
   std::unordered_map<std::string, int32_t> by_kernel_;
   std::unordered_map<std::string, int32_t> by_content_;  // (accepting, open items) -> handle
