@@ -614,6 +614,7 @@ NB_MODULE(_core, m) {
       .def("rollback", &MatcherCore::rollback, "n"_a, Release())
       .def("is_accepting", &MatcherCore::is_accepting, Release())
       .def("is_terminated", &MatcherCore::is_terminated)
+      .def_prop_ro("num_sweeps", [](const MatcherCore& m) { return m.constraint().num_sweeps(); })
       .def_prop_ro("history_length", &MatcherCore::history_length)
       .def_prop_ro("num_configurations", &MatcherCore::num_configurations)
       .def("position", [](const MatcherCore& m) {

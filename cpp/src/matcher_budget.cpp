@@ -48,8 +48,11 @@
 //   caller asks for a budget under bound(P) (MatcherCore::budget_needed tells).
 // In a token-healing prefix phase the matcher bounds its prefix positions itself: one more
 // than the least bound after a token of the prefix mask (MatcherCore::prefix_bound).
-// Bounds are never evicted (positions are bounded by the lexer's and the parser's limits);
-// they only decrease (kEarley, a shorter witness through a position). Profiles are cached
+// Bounds are never evicted (positions are bounded by the lexer's and the parser's live-state
+// limits), except by a long-life sweep (matcher_sweep.cpp), which drops the bounds and
+// profiles of every position naming a released parser set (no matcher holds such a position,
+// and its handle may name another set later; a bound asked for again comes from a new
+// witness, as sound as any); they only decrease (kEarley, a shorter witness through a position). Profiles are cached
 // per position, first in first out; a profile made before a bound decreased stays sound,
 // and the first-token rule keeps the row non-empty. Everything runs under budget_mu_
 // (lock order: budget_mu_, then the lexer's compute mutex inside mask/advance), without
@@ -516,6 +519,24 @@ MaskPtr ConstraintCore::budget_row(const Configuration* position, size_t size, i
 // ------------------------------------------------------------------------------ matcher
 
 void MatcherCore::fill_budget(uint32_t* out, int64_t num_words, int32_t budget, int64_t max_states) {
+  {
+    const auto held = hold();  // (long life: no sweep while the witnesses' positions are in use)
+    fill_budget_held(out, num_words, budget, max_states);
+  }
+  if (constraint_->sweep_due()) constraint_->sweep_if_due();
+}
+
+int32_t MatcherCore::budget_needed(int64_t max_states) {
+  int32_t bound;
+  {
+    const auto held = hold();
+    bound = budget_needed_held(max_states);
+  }
+  if (constraint_->sweep_due()) constraint_->sweep_if_due();
+  return bound;
+}
+
+void MatcherCore::fill_budget_held(uint32_t* out, int64_t num_words, int32_t budget, int64_t max_states) {
   if (terminated_) {
     write(nullptr, out, num_words);
     return;
@@ -535,7 +556,7 @@ void MatcherCore::fill_budget(uint32_t* out, int64_t num_words, int32_t budget, 
   write(row.get(), out, num_words);
 }
 
-int32_t MatcherCore::budget_needed(int64_t max_states) {
+int32_t MatcherCore::budget_needed_held(int64_t max_states) {
   if (terminated_) return 0;
   if (in_prefix()) return prefix_bound(stack_[starts_.back()].lexer, max_states);
   return constraint_->budget_bound(stack_.data() + starts_.back(), num_configurations(), max_states);

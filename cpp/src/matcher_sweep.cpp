@@ -68,6 +68,8 @@ int64_t ConstraintCore::sweep_when(bool only_if_due) {
   }
   std::sort(roots.begin(), roots.end());
   roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  // (lock order: budget_mu_, then the lexer's compute mutex, then cache_mu_)
+  std::lock_guard<std::mutex> budget(budget_mu_);
   std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
   const std::vector<uint8_t> live = parser.collect(roots);
   auto dead = [&](const Configuration& c) {
@@ -86,11 +88,22 @@ int64_t ConstraintCore::sweep_when(bool only_if_due) {
     position_order_.erase(std::remove_if(position_order_.begin(), position_order_.end(), dead_position),
                           position_order_.end());
   }
+  // token budgets: bounds and profiles of positions naming a released set (matcher_budget.cpp;
+  // a bound dropped here is found again from a new witness when asked)
+  auto dead_position = [&](const std::vector<Configuration>& p) { return std::any_of(p.begin(), p.end(), dead); };
+  for (auto it = bounds_.begin(); it != bounds_.end();) it = dead_position(it->first) ? bounds_.erase(it) : std::next(it);
+  for (auto it = profiles_.begin(); it != profiles_.end();) {
+    it = dead_position(it->first) ? profiles_.erase(it) : std::next(it);
+  }
+  profile_order_.erase(std::remove_if(profile_order_.begin(), profile_order_.end(), dead_position),
+                       profile_order_.end());
   const int64_t after = parser.num_sets();
   // the next sweep when the live states double (bounded below by the floor and above by half
   // the limit, so the limit is never reached by accumulation alone)
   const int64_t half_limit = std::max<int64_t>(parser.max_sets() / 2, 1);
-  sweep_at_.store(std::min(std::max<int64_t>(2 * after, kSweepFloor), half_limit), std::memory_order_relaxed);
+  const int64_t fixed = fixed_sweep_at_.load(std::memory_order_relaxed);
+  sweep_at_.store(fixed >= 0 ? fixed : std::min(std::max<int64_t>(2 * after, kSweepFloor), half_limit),
+                  std::memory_order_relaxed);
   sweeps_.fetch_add(1, std::memory_order_relaxed);
   return before - after;
 }

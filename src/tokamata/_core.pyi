@@ -190,7 +190,8 @@ class ConstraintCore:
     def sweep(self) -> int:
         """Release the parser states no live matcher holds; returns how many."""
     def set_sweep_threshold(self, live_states: int) -> None:
-        """Sweep at the next consume or fill once this many parser states are live."""
+        """For tests: sweep at the end of every consume or fill that leaves at least this many
+        parser states live (0: every one); negative: back to the automatic threshold."""
     @property
     def num_sweeps(self) -> int: ...
     @property
@@ -219,6 +220,9 @@ class MatcherCore:
     def rollback(self, n: int) -> int: ...
     def is_accepting(self) -> bool: ...
     def is_terminated(self) -> bool: ...
+    @property
+    def num_sweeps(self) -> int:
+        """Sweeps of its constraint so far (a handle in ``position()`` is valid until the next)."""
     @property
     def history_length(self) -> int: ...
     @property

@@ -67,8 +67,9 @@
 //   constraint's sweep lock (shared) while it computes or changes its history; sweep() takes
 //   it exclusively, so no matcher is in a call, collects the parser handles of every live
 //   matcher's history and forced run, has EarleyCore::collect release every other set, and
-//   drops the cached masks, acceptance and dense-walk marks of released handles. A sweep runs
-//   at the end of a consume once the live parser states reach a threshold (twice those live
+//   drops everything cached under a released handle (masks of configurations and positions,
+//   acceptance, dense-walk marks, token-budget bounds and profiles). A sweep runs at the end
+//   of a consume, fill or budget fill once the live parser states reach a threshold (twice those live
 //   after the last sweep, at least kSweepFloor, at most half of max_parser_states), so
 //   released handles never appear in a live position and masks are those of a constraint
 //   that never swept (a set built again has the same content).
@@ -192,8 +193,13 @@ class ConstraintCore {
   // sweep() when it is still due once no matcher is in a call (another thread may have swept).
   int64_t sweep_if_due() { return sweep_when(true); }
   int64_t num_sweeps() const { return sweeps_.load(std::memory_order_relaxed); }
-  // Sets the sweep threshold now (for tests: 0 sweeps at the next consume).
-  void set_sweep_threshold(int64_t live_states) { sweep_at_.store(live_states, std::memory_order_relaxed); }
+  // For tests: from now on a sweep is due whenever at least `live_states` parser states are
+  // live (0: at the end of every consume and fill); a negative value restores the rule above
+  // from the next sweep on.
+  void set_sweep_threshold(int64_t live_states) {
+    fixed_sweep_at_.store(live_states, std::memory_order_relaxed);
+    if (live_states >= 0) sweep_at_.store(live_states, std::memory_order_relaxed);
+  }
   std::shared_mutex& sweep_mutex() { return sweep_mu_; }
   void register_matcher(const class MatcherCore* m);
   void unregister_matcher(const class MatcherCore* m);
@@ -274,8 +280,8 @@ class ConstraintCore {
   std::unordered_map<Configuration, bool, ConfigurationHash> accepting_;
   // the lexer's byte classes: bytes in each, and the first one
   std::vector<int32_t> class_size_, class_byte_;
-  // token budgets: bounds per position (never evicted: positions are bounded by the lexer's
-  // and the parser's limits), profiles per position (first in first out), and per lexer
+  // token budgets: bounds per position (evicted only by a sweep: positions are bounded by the
+  // lexer's and the parser's limits), profiles per position (first in first out), and per lexer
   // class the byte witnesses use (a single-byte token where one exists)
   std::mutex budget_mu_;
   std::unordered_map<std::vector<Configuration>, BudgetEntry, PositionHash> bounds_;
@@ -289,6 +295,7 @@ class ConstraintCore {
   std::unordered_set<const MatcherCore*> matchers_;
   std::atomic<int64_t> sweep_at_{kSweepFloor};
   std::atomic<int64_t> sweeps_{0};
+  std::atomic<int64_t> fixed_sweep_at_{-1};  // set_sweep_threshold (-1: the automatic rule)
 };
 
 class MatcherCore {
@@ -364,6 +371,8 @@ class MatcherCore {
   // Consumes an EOS id as the end of the output: accepted iff the position accepts.
   ConsumeStatus end_output();
   void write(const TokenRow* row, uint32_t* out, int64_t num_words) const;
+  void fill_budget_held(uint32_t* out, int64_t num_words, int32_t budget, int64_t max_states);
+  int32_t budget_needed_held(int64_t max_states);
   // token budgets in the prefix phase (matcher_budget.cpp)
   int32_t prefix_bound(int32_t offset, int64_t max_states);
   int32_t bound_after_prefix(int32_t offset, int32_t token, int64_t max_states);

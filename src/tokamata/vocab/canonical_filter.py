@@ -6,7 +6,7 @@ A token sequence ``T`` is a *canonical prefix* of a language ``L`` when some con
 :class:`~tokamata.vocab.tokenizer_model.TokenizerModel`, continuation mode) with
 ``decode(T + T')`` in ``L``. The filter keeps, next to an engine position (anything with the
 ``MatcherCore`` methods ``consume``, ``rollback``, ``allowed_tokens``, ``is_accepting`` and
-``position``), a small *filter state*, and says which of the engine's allowed tokens keep the
+``position``, and its ``num_sweeps``), a small *filter state*, and says which of the engine's allowed tokens keep the
 sequence a canonical prefix (sound: nothing else; complete: all of them).
 
 The filter state is ``(open text, open tokens)``: the bytes after the last decided pretoken
@@ -36,6 +36,11 @@ mode encodes control-token texts as text).
 
 Invariants: a filter is immutable apart from its caches (dicts filled as questions are
 answered; safe to share between threads under the GIL); states are hashable tuples; the
+caches keyed by engine position hold only positions of the engine's current sweep epoch: a
+long-life sweep (``ConstraintCore.sweep``) releases parser states and reuses their handles, so
+every lookup first compares ``num_sweeps`` with the epoch its entries were made in and drops
+them all when it moved (a position a core holds is never released, so the key of the core's
+own position, taken after that check, is valid for its lookup and its store); the
 engine position given to :meth:`viable` and :meth:`allowed` is restored before they return,
 also when they raise.
 """
@@ -102,6 +107,7 @@ class CanonicalFilter:
         self._allowed: dict[tuple[Any, State], tuple[int, ...]] = {}
         self._allowed_ids = 0  # token ids held by _allowed (bounded: masks can be large)
         self._first_chars: dict[Any, tuple[bytes, ...]] = {}
+        self._epoch = 0  # the engine's sweep count the three position-keyed caches belong to
 
     # ------------------------------------------------------------------ the state
 
@@ -251,8 +257,16 @@ class CanonicalFilter:
         finally:
             core.rollback(1)
 
-    @staticmethod
-    def _position(core: Any) -> Any:
+    def _position(self, core: Any) -> Any:
+        """The core's position as a cache key, after dropping the position-keyed caches of an
+        earlier sweep epoch (module docstring)."""
+        epoch = core.num_sweeps
+        if epoch != self._epoch:
+            self._viable.clear()
+            self._allowed.clear()
+            self._allowed_ids = 0
+            self._first_chars.clear()
+            self._epoch = epoch
         return tuple(tuple(c) for c in core.position())
 
     def _viable_at(self, core: Any, state: State, budget: list[int], stack: set,
