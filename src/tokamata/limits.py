@@ -53,7 +53,8 @@ class Limits:
     max_unique_items_values: int = 12
     #: Earley items in one parser set (one step of the parser)
     max_earley_items: int = 50_000
-    #: parser states (Earley sets) one grammar constraint keeps, over all its matchers
+    #: parser states (Earley sets) one grammar constraint holds at once, over all its matchers
+    #: (those no live matcher can reach are released, so this bounds live states, not built ones)
     max_parser_states: int = 1_000_000
     #: simultaneous (parser, lexer) configurations one matcher tracks (lexing ambiguity)
     max_lexer_configurations: int = 1_000
