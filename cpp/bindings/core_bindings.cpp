@@ -548,6 +548,15 @@ NB_MODULE(_core, m) {
         nb::gil_scoped_release release;
         return g.crossing(parser, state, bits);
       }, "parser"_a, "state"_a, "out"_a.noconvert())
+      .def("plain_walk", [](GrammarCore& g, int32_t parser, int32_t state, Words out) {
+        RegexCore& core = g.lexer();
+        check_words(out, core);
+        check_state(core, state);
+        if (parser < 0 || parser >= g.parser().num_sets()) throw nb::value_error("parser state out of range");
+        uint32_t* bits = out.data();
+        nb::gil_scoped_release release;
+        return g.plain_walk({Config{parser, state}}, bits);
+      }, "parser"_a, "state"_a, "out"_a.noconvert())
       .def("num_events", [](GrammarCore& g, int32_t state) {
         check_state(g.lexer(), state);
         nb::gil_scoped_release release;
@@ -561,7 +570,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_states", [](GrammarCore& g) { return g.lexer().num_states(); })
       .def_prop_ro("num_event_lists", &GrammarCore::num_event_lists)
       .def_prop_ro("walk_steps", &GrammarCore::walk_steps)
-      .def_prop_ro("dense_walks", &GrammarCore::dense_walks);
+      .def_prop_ro("dense_walks", &GrammarCore::dense_walks)
+      .def_prop_ro("plain_walks", &GrammarCore::plain_walks);
 
   nb::class_<ConstraintCore>(m, "ConstraintCore")
       .def(nb::new_(&make_constraint_core), "lexer"_a, "grammar"_a.none(), "initial_lexer"_a, "accepts_empty"_a, "special_offsets"_a,

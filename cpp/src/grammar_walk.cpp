@@ -4,6 +4,7 @@
 #include "tokamata/token_slices.hpp"
 
 #include <algorithm>
+#include <deque>
 
 namespace tokamata {
 
@@ -112,6 +113,62 @@ constexpr int kMaxRecursion = 64;
 constexpr size_t kMaxDenseEntries = 65536;
 }  // namespace
 
+// The configurations after a boundary, per (parser, lexer state at the boundary): asked at
+// every accepting step of a walk, computed once per walk. An open-addressing table over
+// stable storage (a deque: references stay valid while later entries are added), with the
+// last answer in front, since a walk asks for the same pair over and over.
+class GrammarCore::Targets {
+ public:
+  explicit Targets(GrammarCore& core) : core_(core), slots_(64) {}
+  const std::vector<Config>& operator()(int32_t parser, int32_t state) {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(parser)) << 32) | static_cast<uint32_t>(state);
+    if (key == last_key_) return *last_;
+    const size_t mask = slots_.size() - 1;
+    size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+    for (; slots_[i].key != kEmpty; i = (i + 1) & mask) {
+      if (slots_[i].key == key) {
+        last_key_ = key;
+        last_ = &values_[slots_[i].index];
+        return *last_;
+      }
+    }
+    std::vector<Config>& out = values_.emplace_back();
+    core_.boundary(parser, state, out);
+    ++calls;
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    slots_[i] = Slot{key, static_cast<uint32_t>(values_.size() - 1)};
+    if (values_.size() * 2 > slots_.size()) grow();
+    last_key_ = key;
+    last_ = &out;
+    return out;
+  }
+  int64_t calls = 0;
+
+ private:
+  static constexpr uint64_t kEmpty = ~0ull;  // (parser handles are never negative)
+  struct Slot {
+    uint64_t key = kEmpty;
+    uint32_t index = 0;
+  };
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& slot : old) {
+      if (slot.key == kEmpty) continue;
+      size_t i = static_cast<size_t>((slot.key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+      while (slots_[i].key != kEmpty) i = (i + 1) & mask;
+      slots_[i] = slot;
+    }
+  }
+  GrammarCore& core_;
+  std::vector<Slot> slots_;
+  std::deque<std::vector<Config>> values_;
+  uint64_t last_key_ = kEmpty;
+  const std::vector<Config>* last_ = nullptr;
+};
+
 EventIndex GrammarCore::build_index(const std::vector<BoundaryEvent>& events) const {
   const TrieNode* nodes = lexer_->trie().nodes().data();
   EventIndex index;
@@ -204,46 +261,71 @@ const SubtreeData* GrammarCore::subtree_data(uint32_t root, int32_t state) {
 }
 
 // Walks the subtree below `node` whose configurations (after node's own byte) are
-// buf[0, buf.size()), setting the bits of the tokens some configuration keeps alive.
-void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* bits,
-                             const std::function<const std::vector<Config>&(int32_t, int32_t)>& targets) {
+// buf[0, buf.size()), setting the bits of the tokens some configuration keeps alive. The walk
+// keeps a stack of trie levels, each with its configurations deduplicated (by a linear scan
+// while there are few, the common case: a lexeme in progress and the configurations after a
+// boundary at the node; by sorting past that), each with its DFA row pointer at hand, so a
+// step is one table load.
+void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* bits, Targets& targets) {
+  constexpr size_t kLinear = 8;
   LazyDfa& dfa = lexer_->dfa();
   const TokenTrie& trie = lexer_->trie();
   const TrieNode* nodes = trie.nodes().data();
   const int32_t* token_ids = trie.token_ids().data();
   const uint8_t* class_map = dfa.class_map();
-  std::vector<std::pair<size_t, size_t>>& levels = walk_levels_;
+  std::vector<WalkItem>& items = walk_items_;
+  items.clear();
+  for (const Config& c : buf) items.push_back(WalkItem{c.parser, c.state, dfa.row_ptr(c.state)});
+  std::vector<uint32_t>& levels = walk_levels_;  // where each open level's items begin
   levels.clear();
-  levels.emplace_back(0, buf.size());
+  levels.push_back(0);
+  size_t stop = items.size();  // the end of the top level's items
   const size_t end = root + nodes[root].subtree_size;
   size_t p = root + 1;
   while (p < end) {
     const TrieNode& node = nodes[p];
     const int32_t cls = class_map[node.byte];
-    const auto [begin, stop] = levels.back();
+    const size_t begin = levels.back();
     spend(static_cast<int64_t>(stop - begin));
-    const size_t fresh = buf.size();
+    const size_t fresh = items.size();
+    const bool inner = node.subtree_size > 1;
+    bool unsorted = false;
+    auto add = [&](int32_t parser, int32_t state) {
+      if (items.size() - fresh < kLinear) {
+        for (size_t k = fresh; k < items.size(); ++k) {
+          if (items[k].state == state && items[k].parser == parser) return;
+        }
+      } else {
+        unsorted = true;
+      }
+      items.push_back(WalkItem{parser, state, dfa.row_ptr(state)});
+    };
     for (size_t i = begin; i < stop; ++i) {
-      const Config c = buf[i];
-      const int32_t next = dfa.step_class(c.state, cls);
+      const WalkItem c = items[i];
+      int32_t next = c.row[cls].load(std::memory_order_acquire);
+      if (next == kUnknown) next = dfa.step_class(c.state, cls);
       if (next < 0) continue;
-      buf.push_back(Config{c.parser, next});
-      if (node.subtree_size > 1 && dfa.accepting(next)) {
-        const std::vector<Config>& after = targets(c.parser, next);
-        buf.insert(buf.end(), after.begin(), after.end());
+      add(c.parser, next);
+      if (inner && dfa.accepting(next)) {
+        for (const Config& a : targets(c.parser, next)) add(a.parser, a.state);
       }
     }
-    if (buf.size() > fresh) {
-      if (buf.size() - fresh > 1) {
-        std::sort(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end());
-        buf.erase(std::unique(buf.begin() + static_cast<std::ptrdiff_t>(fresh), buf.end()), buf.end());
+    if (items.size() > fresh) {
+      if (unsorted) {
+        auto less = [](const WalkItem& x, const WalkItem& y) {
+          return x.parser != y.parser ? x.parser < y.parser : x.state < y.state;
+        };
+        auto same = [](const WalkItem& x, const WalkItem& y) { return x.parser == y.parser && x.state == y.state; };
+        std::sort(items.begin() + static_cast<std::ptrdiff_t>(fresh), items.end(), less);
+        items.erase(std::unique(items.begin() + static_cast<std::ptrdiff_t>(fresh), items.end(), same), items.end());
       }
       for (int32_t k = 0; k < node.token_count; ++k) {
         const int32_t t = token_ids[node.token_begin + k];
         bits[t >> 5] |= 1u << (t & 31);
       }
-      if (node.subtree_size > 1) {
-        levels.emplace_back(fresh, buf.size());
+      if (inner) {
+        levels.push_back(static_cast<uint32_t>(fresh));
+        stop = items.size();
         p += 1;
         continue;
       }
@@ -251,15 +333,18 @@ void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* 
     } else {
       p += node.subtree_size;
     }
-    for (int32_t k = 1; k < node.num_parents && levels.size() > 1; ++k) levels.pop_back();
-    buf.resize(levels.back().second);
+    for (int32_t k = 1; k < node.num_parents && levels.size() > 1; ++k) {
+      stop = levels.back();
+      levels.pop_back();
+    }
+    items.resize(stop);
   }
 }
 
 // For each group of events (one event state), hands the event's terminal(s) to the parser,
 // steps the resulting configurations over each child byte once, and continues below the
 // children those configurations can enter.
-void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, const Targets& targets,
+void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, Targets& targets,
                                int depth) {
   LazyDfa& dfa = lexer_->dfa();
   const TrieNode* nodes = lexer_->trie().nodes().data();
@@ -281,13 +366,14 @@ void GrammarCore::cross_groups(const EventIndex& index, int32_t parser, uint32_t
     if (after->empty()) continue;
     const uint32_t first = index.offsets[segment], last = index.offsets[segment + 1];
     const int32_t cls = class_map[byte];
-    spend(static_cast<int64_t>(after->size() + (last - first)));
+    spend(static_cast<int64_t>(after->size()));
     stepped.clear();
     for (const Config& c : *after) {
       const int32_t next = dfa.step_class(c.state, cls);
       if (next >= 0) stepped.push_back(Config{c.parser, next});
     }
-    if (stepped.empty()) continue;
+    if (stepped.empty()) continue;  // (the children are never looked at: no work spent on them)
+    spend(static_cast<int64_t>(last - first));
     if (stepped.size() > 1) {
       std::sort(stepped.begin(), stepped.end());
       stepped.erase(std::unique(stepped.begin(), stepped.end()), stepped.end());
@@ -333,7 +419,7 @@ bool GrammarCore::first_visit(uint32_t node, const Config& c) {
   }
 }
 
-void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, const Targets& targets,
+void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, Targets& targets,
                            int depth) {
   LazyDfa& dfa = lexer_->dfa();
   const TrieNode* nodes = lexer_->trie().nodes().data();
@@ -381,12 +467,9 @@ void GrammarCore::cross_at(uint32_t node, const std::vector<Config>& configs, ui
   walk_below(node, buf, bits, targets);
 }
 
-void GrammarCore::spend(int64_t steps) {
-  work_ += steps;
-  if (work_ > dense_cap_) {
-    if (dense_cap_ < max_work_) throw Dense{};
-    throw LimitError("max_mask_work", static_cast<double>(work_), static_cast<double>(max_work_));
-  }
+void GrammarCore::spent() {
+  if (dense_cap_ < max_work_) throw Dense{};
+  throw LimitError("max_mask_work", static_cast<double>(work_), static_cast<double>(max_work_));
 }
 
 void GrammarCore::forget_parsers(const std::vector<uint8_t>& live) {
@@ -397,7 +480,7 @@ void GrammarCore::forget_parsers(const std::vector<uint8_t>& live) {
 }
 
 int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
-  return with_targets([&](const Targets& targets) {
+  return with_targets([&](Targets& targets) {
     const EventIndex& index = index_locked(state);
     const int64_t nodes = static_cast<int64_t>(lexer_->trie().nodes().size());
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(parser)) << 32) | static_cast<uint32_t>(state);
@@ -422,35 +505,12 @@ int64_t GrammarCore::crossing(int32_t parser, int32_t state, uint32_t* bits) {
 
 int64_t GrammarCore::below(uint32_t node, const std::vector<Config>& configs, uint32_t* bits) {
   if (configs.empty()) return 0;
-  return with_targets([&](const Targets& targets) { cross_at(node, configs, bits, targets, 0); });
+  return with_targets([&](Targets& targets) { cross_at(node, configs, bits, targets, 0); });
 }
 
-int64_t GrammarCore::with_targets(const std::function<void(const Targets&)>& walk) {
+int64_t GrammarCore::with_targets(const std::function<void(Targets&)>& walk) {
   std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
-  int64_t calls = 0;
-  // (parser, state) -> configurations after the boundary; a small direct-mapped table in front
-  // of the map, since walks ask for the same few pairs over and over
-  std::unordered_map<uint64_t, std::vector<Config>> memo;
-  constexpr size_t kSlots = 256;
-  std::vector<std::pair<uint64_t, const std::vector<Config>*>> recent(kSlots, {~0ull, nullptr});
-  Targets targets = [&](int32_t p, int32_t s) -> const std::vector<Config>& {
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(p)) << 32) | static_cast<uint32_t>(s);
-    auto& slot = recent[(key * 0x9E3779B97F4A7C15ull) >> 56];
-    if (slot.first == key) return *slot.second;
-    auto it = memo.find(key);
-    if (it != memo.end()) {
-      slot = {key, &it->second};
-      return it->second;
-    }
-    std::vector<Config> out;
-    boundary(p, s, out);
-    ++calls;
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    const std::vector<Config>& stored = memo.emplace(key, std::move(out)).first->second;
-    slot = {key, &stored};
-    return stored;
-  };
+  Targets targets(*this);
   ++epoch_;
   visit_count_ = 0;
   work_ = 0;
@@ -461,7 +521,38 @@ int64_t GrammarCore::with_targets(const std::function<void(const Targets&)>& wal
     ~Count() { total.fetch_add(work, std::memory_order_relaxed); }
   } count{steps_total_, work_};
   walk(targets);
-  return calls;
+  return targets.calls;
+}
+
+int64_t GrammarCore::plain_walk(const std::vector<Config>& roots, uint32_t* bits) {
+  if (roots.empty()) return 0;
+  plain_total_.fetch_add(1, std::memory_order_relaxed);
+  return with_targets([&](Targets& targets) {
+    std::vector<Config>& buf = walk_buf_;
+    buf.assign(roots.begin(), roots.end());
+    std::sort(buf.begin(), buf.end());
+    buf.erase(std::unique(buf.begin(), buf.end()), buf.end());
+    walk_below(0, buf, bits, targets);
+  });
+}
+
+bool GrammarCore::sliced(int32_t state) {
+  const TokenSlices* slices = lexer_->slices();
+  if (!slices || slices->slices().empty()) return false;
+  return slices->slices().front().max_length <= slices->depth(lexer_->dfa(), state, lexer_->text_depth());
+}
+
+int64_t GrammarCore::configuration_bits(int32_t parser, int32_t state, uint32_t* bits) {
+  bool plain = false;
+  {
+    std::lock_guard<std::mutex> compute_guard(lexer_->compute_mutex());
+    if (!index_.count(state) && walked_plain_.insert(state).second) plain = !sliced(state);
+  }
+  if (plain) return plain_walk({Config{parser, state}}, bits);
+  events(state);  // the events walk computes the inside row on the way
+  const std::vector<uint32_t>& inside = lexer_->shared_row(state)->bits;
+  for (size_t w = 0; w < inside.size(); ++w) bits[w] |= inside[w];
+  return crossing(parser, state, bits);
 }
 
 }  // namespace tokamata

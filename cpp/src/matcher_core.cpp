@@ -162,9 +162,7 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
   auto mask = std::make_shared<TokenRow>();
   mask->bits.assign(static_cast<size_t>(num_words()), 0u);
   if (c.lexer != kDead) {
-    grammar_->events(c.lexer);  // the events walk computes the inside row on the way
-    or_into(mask->bits, lexer_->shared_row(c.lexer)->bits);
-    grammar_->crossing(c.parser, c.lexer, mask->bits.data());
+    grammar_->configuration_bits(c.parser, c.lexer, mask->bits.data());  // inside | crossing
     if (!c.fresh) {  // the lexeme may end right here: tokens may start the next one
       std::vector<Config> next;
       {

@@ -163,6 +163,9 @@ class GrammarCore:
         """Overwrite ``out`` with the tokens that keep lexer state ``state`` live."""
     def crossing(self, parser: int, state: int, out: npt.NDArray[np.uint32]) -> int:
         """OR into ``out`` the tokens that end the lexeme inside themselves and stay valid."""
+    def plain_walk(self, parser: int, state: int, out: npt.NDArray[np.uint32]) -> int:
+        """OR into ``out`` the inside row and the crossing of ``(parser, state)`` by one plain
+        walk of the whole trie (what a lexer state's first mask takes)."""
     def num_events(self, state: int) -> int: ...
     def register_states(self, known: int, accepting: npt.NDArray[np.uint8], keys: npt.NDArray[np.int64]) -> None: ...
     @property
@@ -175,6 +178,9 @@ class GrammarCore:
     @property
     def dense_walks(self) -> int:
         """Crossing walks that gave way to the plain DFS (lexemes abutting densely)."""
+    @property
+    def plain_walks(self) -> int:
+        """Plain walks from the trie root that a lexer state's first mask took."""
 
 class ConstraintCore:
     """A constraint's positions: masks and advances for every matcher of it (strategy 0:

@@ -69,4 +69,6 @@ def test_mask_work_is_bounded_where_lexemes_abut(grammar: str, text: str) -> Non
         assert bitmask[0, token // 32] >> (token % 32) & 1
         assert matcher.consume(token)
     assert matcher.is_accepting()
-    assert walks.dense_walks > 0  # the plain DFS took over where lexemes abut
+    # the plain DFS from the root did the work where lexemes abut: a lexer state's first mask
+    # takes it, and an event-indexed crossing gives way to it past the trie's size
+    assert walks.plain_walks + walks.dense_walks > 0

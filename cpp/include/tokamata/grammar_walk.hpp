@@ -29,6 +29,13 @@
 //   nodes gives way to one plain DFS from the root (walk_below), which steps each (node,
 //   configuration) once: its cost is bounded by nodes x distinct configurations, and the bits
 //   the abandoned walk set are all correct (bits only grow).
+// - The first mask asked of a lexer state walks the trie once from the root with all its
+//   configurations (plain_walk), instead of walking for the state's events, indexing their
+//   children and then crossing: the index (and the subtree data under it) pays off only when
+//   several parser states share the lexer state, and costs several full walks to build. So
+//   configuration_bits takes the plain walk the first time it meets a lexer state, and the
+//   events and index from the second time on (or at once, when slices take part of the state's
+//   row whole: the plain walk cannot skip them). Both give exactly inside(state) | crossing.
 // - Every walk counts its steps and throws LimitError("max_mask_work") past max_work
 //   (Limits.max_mask_work), at once: a mask never runs for seconds.
 // - Walks hold the lexer core's compute mutex (they expand the lexer DFA, natively) and run
@@ -110,6 +117,13 @@ class GrammarCore {
   // `configs` (the lexer states after the node's path) keeps alive, crossing boundaries as
   // crossing() does (a token healing prefix ends at `node`); returns the same count.
   int64_t below(uint32_t node, const std::vector<Config>& configs, uint32_t* bits);
+  // ORs into bits inside(state) | crossing(parser, state): one plain walk from the trie root the
+  // first time the lexer state is met (and slices cannot take part of its row), the inside row
+  // and the event-indexed crossing after that. Returns the boundaries resolved.
+  int64_t configuration_bits(int32_t parser, int32_t state, uint32_t* bits);
+  // ORs into bits inside(state) | crossing(parser, state) of every root, by one DFS of the whole
+  // trie stepping all of them together (what configuration_bits does the first time).
+  int64_t plain_walk(const std::vector<Config>& roots, uint32_t* bits);
   size_t num_event_lists() const;
   // Steps taken by every walk so far (what Limits.max_mask_work bounds per walk), and the
   // walks that gave way to the plain DFS: for tests and benchmarks.
@@ -118,6 +132,8 @@ class GrammarCore {
   // Drops what is remembered about parser states that `live` (one flag per parser handle, from
   // EarleyCore::collect) marks released. The caller holds lexer().compute_mutex().
   void forget_parsers(const std::vector<uint8_t>& live);
+  // Plain walks from the trie root that a lexer state's first mask took (plain_walk).
+  int64_t plain_walks() const { return plain_total_.load(std::memory_order_relaxed); }
   // The three below: the caller holds lexer().compute_mutex().
   // Terminals that may end at lexer state `state` (cached).
   const std::vector<int32_t>& ends_of(int32_t state);
@@ -147,17 +163,24 @@ class GrammarCore {
 
  private:
   const std::vector<BoundaryEvent>& events_locked(int32_t state);
-  using Targets = std::function<const std::vector<Config>&(int32_t, int32_t)>;
+  // (parser, lexer state at a boundary) -> the configurations after it, memoized per walk
+  class Targets;
   // Runs one walk (crossing, below) under the compute mutex with a fresh boundary memo.
-  int64_t with_targets(const std::function<void(const Targets&)>& walk);
+  int64_t with_targets(const std::function<void(Targets&)>& walk);
+  bool sliced(int32_t state);
+  std::unordered_set<int32_t> walked_plain_;  // lexer states whose first mask took plain_walk
   const EventIndex& index_locked(int32_t state);
   const SubtreeData* subtree_data(uint32_t node, int32_t state);
   EventIndex build_index(const std::vector<BoundaryEvent>& events) const;
-  void walk_below(uint32_t node, std::vector<Config>& buf, uint32_t* bits, const Targets& targets);
-  void cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, const Targets& targets, int depth);
-  void cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, const Targets& targets, int depth);
+  void walk_below(uint32_t node, std::vector<Config>& buf, uint32_t* bits, Targets& targets);
+  void cross_groups(const EventIndex& index, int32_t parser, uint32_t* bits, Targets& targets, int depth);
+  void cross_at(uint32_t node, const std::vector<Config>& configs, uint32_t* bits, Targets& targets, int depth);
   // Counts `steps` of work: throws LimitError past max_work_, and Dense past dense_cap_.
-  void spend(int64_t steps);
+  void spend(int64_t steps) {
+    work_ += steps;
+    if (work_ > dense_cap_) spent();
+  }
+  [[noreturn]] void spent();
   struct Dense {};
 
   int64_t max_work_;
@@ -166,6 +189,7 @@ class GrammarCore {
   std::unordered_set<uint64_t> dense_;  // (parser, state) whose crossing went dense; compute mutex
   std::atomic<int64_t> steps_total_{0};
   std::atomic<int64_t> dense_total_{0};
+  std::atomic<int64_t> plain_total_{0};
 
   std::shared_ptr<RegexCore> lexer_;
   std::shared_ptr<SharedEventCache> shared_;
@@ -194,7 +218,12 @@ class GrammarCore {
   size_t visit_count_ = 0;
   uint64_t epoch_ = 0;
   std::vector<Config> walk_buf_;
-  std::vector<std::pair<size_t, size_t>> walk_levels_;
+  struct WalkItem {
+    int32_t parser, state;
+    const std::atomic<int32_t>* row;  // the DFA row of `state`
+  };
+  std::vector<WalkItem> walk_items_;
+  std::vector<uint32_t> walk_levels_;
 };
 
 }  // namespace tokamata
