@@ -31,6 +31,10 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using namespace tokamata;
 
+namespace tokamata {
+void bind_canonical(nb::module_& m);  // canonical_bindings.cpp
+}
+
 namespace {
 
 using U8Array = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
@@ -692,4 +696,6 @@ NB_MODULE(_core, m) {
       matchers[i]->fill_budget(row, width, budget[i], max_states);
     });
   }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a, "budgets"_a, "max_states"_a, "threads"_a = 1);
+
+  bind_canonical(m);
 }

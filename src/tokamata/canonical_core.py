@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from .vocab.canonical_filter import EMPTY_STATE, CanonicalFilter, State
 
 __all__ = ["CanonicalCore"]
 
@@ -33,14 +32,15 @@ class CanonicalCore:
 
     __slots__ = ("core", "filter", "states")
 
-    def __init__(self, core: Any, canonical: CanonicalFilter, states: list[State] | None = None):
+    def __init__(self, core: Any, canonical: Any, states: list[Any] | None = None):
         self.core = core
+        #: a CanonicalFilter, or its native twin (tokamata.canonical_native): same methods
         self.filter = canonical
         #: one state per consumed token, after it (the first: before any)
-        self.states = states if states is not None else [EMPTY_STATE]
+        self.states = states if states is not None else [canonical.initial_state]
 
     @property
-    def state(self) -> State:
+    def state(self) -> Any:
         return self.states[-1]
 
     def allowed_tokens(self) -> list[int]:
@@ -49,18 +49,11 @@ class CanonicalCore:
         return list(self.filter.allowed(self.core, self.state))
 
     def fill_bitmask(self, bitmask: Any, index: int) -> None:
-        self.core.fill_bitmask(bitmask, index)  # (checks the arguments; the engine's row)
-        self.filter_row(bitmask, index)
+        self.filter.fill_row(self.core, self.state, bitmask, index)
 
     def filter_row(self, bitmask: Any, index: int) -> None:
         """Row ``index`` (the engine's row, filled) narrowed to the canonical tokens."""
-        if self.core.is_terminated():
-            return
-        rows = np.asarray(bitmask)
-        row = np.zeros(rows.shape[1], dtype=np.uint32)
-        allowed = np.asarray(self.filter.allowed(self.core, self.state), dtype=np.int64)
-        np.bitwise_or.at(row, allowed >> 5, np.left_shift(np.uint32(1), (allowed & 31).astype(np.uint32)))
-        rows[index] = row.view(np.int32)
+        self.filter.fill_row(self.core, self.state, bitmask, index)
 
     def consume(self, token: int) -> int:
         if self.core.is_terminated() or not 0 <= token < len(self.filter.token_bytes):

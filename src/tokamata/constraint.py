@@ -36,6 +36,7 @@ import numpy as np
 
 from . import _core
 from .canonical_core import CanonicalCore
+from .canonical_native import canonical_filter
 from .errors import InvalidArgument, Unsupported
 from .grammar.earley import EarleyParser
 from .grammar.ir import Grammar, single_lexeme
@@ -181,6 +182,8 @@ class Constraint:
         self.grammar_core = grammar_core
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
                                           offsets, tokens, limits.max_lexer_configurations, MASK_CACHE_SIZE)
+        if self.canonical is not None:  # (native where the tokenizer allows: tokamata.canonical_native)
+            self.canonical = canonical_filter(self.canonical, self._core)
 
     # ----------------------------------------------------------- pickling and copies
 

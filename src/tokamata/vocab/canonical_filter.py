@@ -50,6 +50,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .canonical import bigram_canonical
@@ -91,6 +93,9 @@ class CanonicalFilter:
 
     >>> # (a doctest needs a real tokenizer: see tests/unit/test_canonical_masks.py)
     """
+
+    #: the state before any token
+    initial_state: State = EMPTY_STATE
 
     def __init__(self, vocab: Vocabulary, limits: Limits):
         self.model = vocab.exact_tokenizer()
@@ -335,3 +340,15 @@ class CanonicalFilter:
             if len(self._first_chars) < 1 << 16:
                 self._first_chars[position] = found
         return found
+
+    def fill_row(self, core: Any, state: State, bitmask: Any, index: int) -> None:
+        """Row ``index`` of ``bitmask``: the engine's row at ``core``'s position narrowed to
+        :meth:`allowed` (the engine's row alone once the output has ended)."""
+        core.fill_bitmask(bitmask, index)  # (checks the arguments)
+        if core.is_terminated():
+            return
+        rows = np.asarray(bitmask)
+        row = np.zeros(rows.shape[1], dtype=np.uint32)
+        allowed = np.asarray(self.allowed(core, state), dtype=np.int64)
+        np.bitwise_or.at(row, allowed >> 5, np.left_shift(np.uint32(1), (allowed & 31).astype(np.uint32)))
+        rows[index] = row.view(np.int32)

@@ -1,0 +1,165 @@
+// The canonical filter in C++: which of the engine's allowed tokens keep a token sequence a
+// prefix of the tokenizer's own encoding of some text of the language (canonical=True), for
+// byte-level BPE with a known split pattern (GPT-2, Llama 3, Qwen 2).
+//
+// It is the C++ port of src/tokamata/vocab/canonical_filter.py (the Python filter stays the
+// test oracle and serves every tokenizer this one does not: canonical_native.py says which).
+// Same definitions, same results:
+// - CanonicalTokenizer: the tokenizer's tables, shipped from Python as flat arrays (token
+//   bytes, pieces, merges with ranks, the byte symbols, a code point class table for \p{L},
+//   \p{N}, \s, the non-special added tokens). It pretokenizes (a hand-written scanner per split
+//   pattern family, leftmost-first alternation and greedy runs exactly as the `regex` module
+//   matches them), cuts a text into its pretokens and open region (pretoken_region.py's
+//   rule), encodes pretokens (BPE by rank, ignore_merges) and answers the bigram test. It
+//   never reads user text other than token bytes and output bytes.
+// - CanonicalFilter: one per constraint. A filter state is an interned id of (open text, open
+//   tokens); state 0 is the empty state. step(state, token) re-cuts the open text and checks
+//   what became decided; rows of allowed tokens are cached per (engine position, state);
+//   liveness is the Python filter's: accept + complete, a next character that decides the
+//   open region, or a depth-first search memoized on (position, state) and bounded by
+//   max_search states per question (LimitError "max_canonical_search", never a guess).
+// - Thread safety: every public method takes the filter's mutex (ConstraintCore has its own);
+//   callers release the GIL around them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tokamata/matcher_core.hpp"
+
+namespace tokamata {
+
+enum CanonicalFamily : int32_t { kFamilyGpt2 = 0, kFamilyLlama3 = 1, kFamilyQwen2 = 2 };
+
+struct PretokenSpan {
+  int32_t start, end;  // byte offsets
+  int32_t added;       // the added token's id, or -1
+};
+
+class CanonicalTokenizer {
+ public:
+  // token_bytes/token_offsets: every id's bytes (has_bytes[i] == 0: the token has none);
+  // pieces: the model vocabulary's pieces as bytes with their ids; merges: (left, right,
+  // merged) per rank; byte_symbols: the piece id of each byte; classes: sorted code point
+  // ranges (start, end exclusive, bits: 1 letter, 2 number, 4 whitespace); added: the
+  // non-special added tokens' texts with their ids.
+  CanonicalTokenizer(int32_t family, bool ignore_merges, std::vector<uint8_t> token_bytes,
+                     std::vector<int64_t> token_offsets, std::vector<uint8_t> has_bytes, const uint8_t* piece_bytes,
+                     const int64_t* piece_offsets, const int32_t* piece_ids, int64_t num_pieces,
+                     const int32_t* merges, int64_t num_merges, const int32_t* byte_symbols,
+                     const int32_t* classes, int64_t num_ranges, const uint8_t* added_bytes,
+                     const int64_t* added_offsets, const int32_t* added_ids, int64_t num_added,
+                     std::vector<int32_t> eos);
+
+  int32_t num_tokens() const { return static_cast<int32_t>(token_offsets_.size()) - 1; }
+  bool has_bytes(int32_t t) const { return t >= 0 && t < num_tokens() && has_bytes_[t] && length_of(t) > 0; }
+  const uint8_t* bytes_of(int32_t t) const { return token_bytes_.data() + token_offsets_[t]; }
+  int32_t length_of(int32_t t) const { return static_cast<int32_t>(token_offsets_[t + 1] - token_offsets_[t]); }
+  bool is_eos(int32_t t) const { return eos_.count(t) != 0; }
+
+  // The pretokens of a complete UTF-8 text and where its open region starts; false if the
+  // text is not valid UTF-8.
+  bool region(const uint8_t* text, int32_t n, std::vector<PretokenSpan>& spans, int32_t& open_start) const;
+  // The model's tokens for one pretoken's bytes.
+  void encode_pretoken(const uint8_t* data, int32_t n, std::vector<int32_t>& out) const;
+  // The whole encoding of a complete text (continuation mode); false if not valid UTF-8.
+  bool encode(const uint8_t* text, int32_t n, std::vector<int32_t>& out) const;
+  // The merges alone turn the symbols of a then b into exactly [a, b].
+  bool bigram(int32_t a, int32_t b) const;
+  bool is_space_char(const uint8_t* text, int32_t n, int32_t at, int32_t& length) const;
+
+ private:
+  int32_t class_of(uint32_t cp) const;
+  void pretokenize(const uint32_t* cps, const int32_t* cls, int32_t n, std::vector<int32_t>& ends) const;
+  int32_t match_at(const uint32_t* cps, const int32_t* cls, int32_t n, int32_t i) const;
+  void merge(std::vector<int32_t>& symbols) const;
+  bool symbols_of(int32_t t, std::vector<int32_t>& out) const;
+  int32_t added_at(const uint8_t* text, int32_t n, int32_t at) const;  // longest added text at `at`, its index
+
+  int32_t family_;
+  bool ignore_merges_;
+  std::vector<uint8_t> token_bytes_;
+  std::vector<int64_t> token_offsets_;  // num_tokens + 1
+  std::vector<uint8_t> has_bytes_;
+  std::unordered_map<std::string, int32_t> piece_id_;
+  std::unordered_map<int32_t, std::string> piece_of_;
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, merged)
+  int32_t byte_symbols_[256];
+  std::vector<int32_t> class_ranges_;  // triples
+  std::vector<std::string> added_texts_;
+  std::vector<int32_t> added_ids_;
+  std::unordered_set<std::string> added_prefixes_;  // proper prefixes (whole characters)
+  int32_t longest_added_chars_ = 0;
+  std::unordered_set<int32_t> eos_;
+};
+
+class CanonicalFilter {
+ public:
+  CanonicalFilter(std::shared_ptr<const CanonicalTokenizer> tokenizer, std::shared_ptr<ConstraintCore> constraint,
+                  int64_t max_search);
+
+  // The matcher's canonical row (engine row narrowed) into out[0, num_words).
+  void fill(MatcherCore& m, int32_t state, uint32_t* out, int64_t num_words);
+  // The state after `token` if the filter allows it at m's position, else -1 (EOS: `state`).
+  int32_t accept(MatcherCore& m, int32_t state, int32_t token);
+  // The open text encodes to exactly the open tokens.
+  bool complete(int32_t state);
+  int64_t num_states();
+
+ private:
+  struct State {
+    std::string text;
+    std::vector<int32_t> tokens;
+  };
+  struct Key {
+    std::vector<Configuration> position;
+    int32_t state;
+    bool operator==(const Key& o) const { return state == o.state && position == o.position; }
+  };
+  struct PositionHash {
+    size_t operator()(const std::vector<Configuration>& p) const;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  struct Row {
+    std::vector<uint32_t> bits;
+  };
+
+  int32_t intern(std::string text, std::vector<int32_t> tokens);
+  int32_t step(int32_t state, int32_t token);
+  // Re-cut `text` (spelled by `tokens`, then `tail` bytes no token covers yet) and check what
+  // became decided: false when dead, else where the open region starts (byte, token index).
+  bool advance(const std::string& text, const std::vector<int32_t>& tokens, int32_t tail, int32_t& open,
+               int32_t& first);
+  const std::vector<int32_t>& encoded(const std::string& piece);
+  bool bigram(int32_t a, int32_t b);
+  bool complete_locked(int32_t state);
+  bool closes(int32_t state, const std::string& ch);
+  bool live_after(const std::vector<Configuration>& position, int32_t state, int32_t token, int64_t& budget);
+  bool viable(const std::vector<Configuration>& position, int32_t state, int64_t& budget,
+              std::unordered_set<Key, KeyHash>& stack, bool& looped);
+  const std::vector<std::string>& next_chars(const std::vector<Configuration>& position, const TokenRow& mask);
+  std::shared_ptr<const Row> row_locked(const std::vector<Configuration>& position, int32_t state);
+
+  std::shared_ptr<const CanonicalTokenizer> tok_;
+  std::shared_ptr<ConstraintCore> constraint_;
+  int64_t max_search_;
+  std::mutex mu_;
+  std::vector<State> states_;
+  std::unordered_map<std::string, int32_t> state_ids_;
+  std::unordered_map<uint64_t, int32_t> steps_;  // (state, token) -> state or -1
+  std::unordered_map<int32_t, bool> complete_;
+  std::unordered_map<uint64_t, bool> bigrams_;
+  std::unordered_map<std::string, std::vector<int32_t>> encoded_;
+  std::unordered_map<Key, bool, KeyHash> viable_;
+  std::unordered_map<Key, std::shared_ptr<const Row>, KeyHash> rows_;
+  int64_t row_words_ = 0;
+  std::unordered_map<std::vector<Configuration>, std::vector<std::string>, PositionHash> first_chars_;
+};
+
+}  // namespace tokamata

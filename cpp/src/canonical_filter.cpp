@@ -1,0 +1,354 @@
+// CanonicalFilter (canonical_filter.hpp): the canonical filter's states, steps, liveness and
+// cached rows, a line-by-line port of src/tokamata/vocab/canonical_filter.py.
+#include "tokamata/canonical_filter.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tokamata {
+
+namespace {
+
+constexpr size_t kCachedEntries = size_t{1} << 18;  // per cache, as the Python filter
+constexpr int64_t kCachedRowWords = int64_t{1} << 23;  // 32 MiB of rows per filter
+
+// The length of the longest prefix of `data` that ends on a character boundary (`data` is a
+// valid UTF-8 prefix).
+int32_t complete_length(const std::string& data) {
+  const int32_t n = static_cast<int32_t>(data.size());
+  for (int32_t back = 1; back <= std::min(4, n); ++back) {
+    const uint8_t b = static_cast<uint8_t>(data[static_cast<size_t>(n - back)]);
+    if (b < 0x80) return back == 1 ? n : n - back + 1;
+    if (b >= 0xC0) {
+      const int32_t need = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+      return back >= need ? n : n - back;
+    }
+  }
+  return n;
+}
+
+int32_t char_length(uint8_t b) { return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
+
+}  // namespace
+
+size_t CanonicalFilter::PositionHash::operator()(const std::vector<Configuration>& p) const {
+  size_t h = p.size();
+  for (const Configuration& c : p) {
+    h = h * 1000003u ^ ((static_cast<size_t>(static_cast<uint32_t>(c.parser)) * 0x9E3779B97F4A7C15ull) ^
+                        (static_cast<size_t>(static_cast<uint32_t>(c.lexer)) << 1) ^ static_cast<size_t>(c.fresh));
+  }
+  return h;
+}
+
+size_t CanonicalFilter::KeyHash::operator()(const Key& k) const {
+  return PositionHash()(k.position) * 0x9E3779B97F4A7C15ull ^ static_cast<size_t>(k.state);
+}
+
+CanonicalFilter::CanonicalFilter(std::shared_ptr<const CanonicalTokenizer> tokenizer,
+                                 std::shared_ptr<ConstraintCore> constraint, int64_t max_search)
+    : tok_(std::move(tokenizer)), constraint_(std::move(constraint)), max_search_(max_search) {
+  intern(std::string(), {});  // state 0: nothing open
+}
+
+int32_t CanonicalFilter::intern(std::string text, std::vector<int32_t> tokens) {
+  std::string key;
+  key.reserve(text.size() + 4 * tokens.size() + 1);
+  key.append(text);
+  key.push_back('\xff');  // (never a UTF-8 byte)
+  key.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(int32_t));
+  auto it = state_ids_.find(key);
+  if (it != state_ids_.end()) return it->second;
+  const int32_t id = static_cast<int32_t>(states_.size());
+  states_.push_back({std::move(text), std::move(tokens)});
+  state_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+const std::vector<int32_t>& CanonicalFilter::encoded(const std::string& piece) {
+  auto it = encoded_.find(piece);
+  if (it != encoded_.end()) return it->second;
+  std::vector<int32_t> out;
+  tok_->encode_pretoken(reinterpret_cast<const uint8_t*>(piece.data()), static_cast<int32_t>(piece.size()), out);
+  if (encoded_.size() >= kCachedEntries) encoded_.clear();
+  return encoded_.emplace(piece, std::move(out)).first->second;
+}
+
+bool CanonicalFilter::bigram(int32_t a, int32_t b) {
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  auto it = bigrams_.find(key);
+  if (it != bigrams_.end()) return it->second;
+  const bool out = tok_->bigram(a, b);
+  if (bigrams_.size() < kCachedEntries) bigrams_.emplace(key, out);
+  return out;
+}
+
+bool CanonicalFilter::advance(const std::string& text, const std::vector<int32_t>& tokens, int32_t tail, int32_t& open,
+                              int32_t& first) {
+  const int32_t n = static_cast<int32_t>(text.size());
+  const int32_t cut = complete_length(text);
+  if (cut == 0) {
+    open = 0;
+    first = 0;
+    return true;
+  }
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(text.data());
+  std::vector<PretokenSpan> spans;
+  int32_t open_start = 0;
+  if (!tok_->region(data, cut, spans, open_start)) return false;
+  std::vector<int32_t> offsets(tokens.size() + 1, 0);
+  for (size_t i = 0; i < tokens.size(); ++i) offsets[i + 1] = offsets[i] + tok_->length_of(tokens[i]);
+  auto index = [&](int32_t offset) -> int32_t {  // the token starting at `offset`, or -1
+    auto it = std::lower_bound(offsets.begin(), offsets.end(), offset);
+    return it != offsets.end() && *it == offset ? static_cast<int32_t>(it - offsets.begin()) : -1;
+  };
+  for (const PretokenSpan& span : spans) {
+    if (span.end > open_start) break;
+    const int32_t a = index(span.start), b = index(span.end);
+    if (a < 0 || b < 0) return false;
+    if (span.added >= 0) {
+      if (b - a != 1 || tokens[static_cast<size_t>(a)] != span.added) return false;
+      continue;
+    }
+    const std::vector<int32_t>& expected =
+        encoded(text.substr(static_cast<size_t>(span.start), static_cast<size_t>(span.end - span.start)));
+    if (static_cast<int32_t>(expected.size()) != b - a ||
+        !std::equal(expected.begin(), expected.end(), tokens.begin() + a))
+      return false;
+  }
+  const int32_t k = index(open_start);
+  if (k < 0) return false;
+  // pairs inside the open region: a later text cuts it only where it is cut now, or before its
+  // last character when that is whitespace; any other junction stays inside one pretoken
+  std::vector<int32_t> cuts;
+  for (const PretokenSpan& span : spans) cuts.push_back(span.start);
+  if (!spans.empty()) {
+    int32_t last = cut - 1;
+    while (last > 0 && (data[last] & 0xC0) == 0x80) --last;
+    int32_t length = 0;
+    if (tok_->is_space_char(data, cut, last, length)) cuts.push_back(cut - length);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  const int32_t limit = std::min(cut, n - tail);
+  for (size_t i = static_cast<size_t>(k) + 1; i < tokens.size(); ++i) {
+    if (offsets[i + 1] > limit) break;
+    if (!std::binary_search(cuts.begin(), cuts.end(), offsets[i]) && !bigram(tokens[i - 1], tokens[i])) return false;
+  }
+  open = open_start;
+  first = k;
+  return true;
+}
+
+int32_t CanonicalFilter::step(int32_t state, int32_t token) {
+  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | static_cast<uint32_t>(token);
+  auto it = steps_.find(key);
+  if (it != steps_.end()) return it->second;
+  int32_t out = -1;
+  if (tok_->has_bytes(token)) {
+    std::string text = states_[static_cast<size_t>(state)].text;
+    text.append(reinterpret_cast<const char*>(tok_->bytes_of(token)), static_cast<size_t>(tok_->length_of(token)));
+    std::vector<int32_t> tokens = states_[static_cast<size_t>(state)].tokens;
+    tokens.push_back(token);
+    int32_t open = 0, first = 0;
+    if (advance(text, tokens, 0, open, first)) {
+      out = intern(text.substr(static_cast<size_t>(open)),
+                   std::vector<int32_t>(tokens.begin() + first, tokens.end()));
+    }
+  }
+  if (steps_.size() < kCachedEntries) steps_.emplace(key, out);
+  return out;
+}
+
+bool CanonicalFilter::complete_locked(int32_t state) {
+  auto it = complete_.find(state);
+  if (it != complete_.end()) return it->second;
+  const State& s = states_[static_cast<size_t>(state)];
+  bool out;
+  if (s.text.empty()) {
+    out = true;
+  } else if (complete_length(s.text) != static_cast<int32_t>(s.text.size())) {
+    out = false;
+  } else {
+    std::vector<int32_t> ids;
+    out = tok_->encode(reinterpret_cast<const uint8_t*>(s.text.data()), static_cast<int32_t>(s.text.size()), ids) &&
+          ids == s.tokens;
+  }
+  if (complete_.size() < kCachedEntries) complete_.emplace(state, out);
+  return out;
+}
+
+bool CanonicalFilter::closes(int32_t state, const std::string& ch) {
+  const State& s = states_[static_cast<size_t>(state)];
+  if (s.text.empty()) return true;
+  const std::string text = s.text + ch;
+  int32_t open = 0, first = 0;
+  return advance(text, s.tokens, static_cast<int32_t>(ch.size()), open, first) &&
+         open == static_cast<int32_t>(text.size() - ch.size());
+}
+
+const std::vector<std::string>& CanonicalFilter::next_chars(const std::vector<Configuration>& position,
+                                                            const TokenRow& mask) {
+  auto it = first_chars_.find(position);
+  if (it != first_chars_.end()) return it->second;
+  std::vector<std::string> chars;
+  const int32_t limit = std::min<int32_t>(tok_->num_tokens(), static_cast<int32_t>(mask.bits.size()) * 32);
+  for (size_t w = 0; w < mask.bits.size(); ++w) {
+    for (uint32_t bits = mask.bits[w]; bits; bits &= bits - 1) {
+      const int32_t t = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
+      if (t >= limit || tok_->is_eos(t) || !tok_->has_bytes(t)) continue;
+      const uint8_t* b = tok_->bytes_of(t);
+      const int32_t need = char_length(b[0]);
+      if (tok_->length_of(t) >= need) chars.emplace_back(reinterpret_cast<const char*>(b), static_cast<size_t>(need));
+    }
+  }
+  std::sort(chars.begin(), chars.end());
+  chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
+  if (first_chars_.size() >= (size_t{1} << 16)) first_chars_.clear();
+  return first_chars_.emplace(position, std::move(chars)).first->second;
+}
+
+bool CanonicalFilter::live_after(const std::vector<Configuration>& position, int32_t state, int32_t token,
+                                 int64_t& budget) {
+  const int32_t after = step(state, token);
+  if (after < 0) return false;
+  std::vector<Configuration> next;
+  constraint_->advance(position.data(), position.size(), token, next);
+  if (next.empty()) return false;
+  std::unordered_set<Key, KeyHash> stack;
+  bool looped = false;
+  return viable(next, after, budget, stack, looped);
+}
+
+bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t state, int64_t& budget,
+                             std::unordered_set<Key, KeyHash>& stack, bool& looped) {
+  if (states_[static_cast<size_t>(state)].text.empty()) return true;
+  if (constraint_->accepting(position.data(), position.size()) && complete_locked(state)) return true;
+  Key key{position, state};
+  auto found = viable_.find(key);
+  if (found != viable_.end()) return found->second;
+  if (stack.count(key)) {
+    looped = true;
+    return false;
+  }
+  if (--budget < 0) throw LimitError("max_canonical_search", static_cast<double>(max_search_ + 1),
+                                     static_cast<double>(max_search_));
+  auto remember = [&](bool value) {
+    if (viable_.size() >= kCachedEntries) return;
+    viable_.emplace(key, value);
+  };
+  MaskPtr mask = constraint_->mask(position.data(), position.size());
+  for (const std::string& ch : next_chars(position, *mask)) {
+    if (closes(state, ch)) {
+      remember(true);
+      return true;
+    }
+  }
+  const bool outer = looped;
+  looped = false;
+  stack.insert(key);
+  bool live = false;
+  std::vector<Configuration> next;
+  const int32_t limit = tok_->num_tokens();
+  for (size_t w = 0; w < mask->bits.size() && !live; ++w) {
+    for (uint32_t bits = mask->bits[w]; bits; bits &= bits - 1) {
+      const int32_t t = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
+      if (t >= limit || tok_->is_eos(t)) continue;
+      const int32_t after = step(state, t);
+      if (after < 0) continue;
+      constraint_->advance(position.data(), position.size(), t, next);
+      if (next.empty()) continue;
+      const std::vector<Configuration> at = next;
+      if (viable(at, after, budget, stack, looped)) {
+        live = true;
+        break;
+      }
+    }
+  }
+  stack.erase(key);
+  if (live) {
+    remember(true);
+  } else if (!looped) {
+    remember(false);  // (a state met again on its own path is no way out, but not known dead)
+  }
+  looped = looped || outer;
+  return live;
+}
+
+std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(const std::vector<Configuration>& position,
+                                                                         int32_t state) {
+  Key key{position, state};
+  auto it = rows_.find(key);
+  if (it != rows_.end()) return it->second;
+  MaskPtr mask = constraint_->mask(position.data(), position.size());
+  auto row = std::make_shared<Row>();
+  const size_t words = static_cast<size_t>(constraint_->num_words());
+  row->bits.assign(words, 0);
+  int64_t budget = max_search_;
+  if (mask->accepting && complete_locked(state)) {
+    for (int32_t e : constraint_->lexer().eos_ids()) {
+      if (e < constraint_->vocab_size() && static_cast<size_t>(e >> 5) < words) row->bits[static_cast<size_t>(e >> 5)] |= 1u << (e & 31);
+    }
+  }
+  const int32_t limit = tok_->num_tokens();
+  for (size_t w = 0; w < mask->bits.size() && w < words; ++w) {
+    for (uint32_t bits = mask->bits[w]; bits; bits &= bits - 1) {
+      const int32_t t = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
+      if (t >= limit || tok_->is_eos(t)) continue;
+      if (live_after(position, state, t, budget)) row->bits[w] |= 1u << (t & 31);
+    }
+  }
+  if (row_words_ + static_cast<int64_t>(words) > kCachedRowWords) {
+    rows_.clear();
+    row_words_ = 0;
+  }
+  row_words_ += static_cast<int64_t>(words);
+  rows_.emplace(std::move(key), row);
+  return row;
+}
+
+void CanonicalFilter::fill(MatcherCore& m, int32_t state, uint32_t* out, int64_t num_words) {
+  if (m.is_terminated()) {
+    m.fill(out, num_words);
+    return;
+  }
+  std::shared_ptr<const Row> row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    row = row_locked(m.position(), state);
+  }
+  const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row->bits.size()), num_words);
+  std::memcpy(out, row->bits.data(), static_cast<size_t>(copy) * 4);
+  if (num_words > copy) std::memset(out + copy, 0, static_cast<size_t>(num_words - copy) * 4);
+}
+
+int32_t CanonicalFilter::accept(MatcherCore& m, int32_t state, int32_t token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tok_->is_eos(token)) return m.is_accepting() && complete_locked(state) ? state : -1;
+  if (m.is_terminated()) return -1;
+  const std::vector<Configuration> position = m.position();
+  {
+    auto it = rows_.find(Key{position, state});
+    if (it != rows_.end()) {
+      const bool on = token < static_cast<int32_t>(it->second->bits.size()) * 32 &&
+                      ((it->second->bits[static_cast<size_t>(token >> 5)] >> (token & 31)) & 1u);
+      return on ? step(state, token) : -1;
+    }
+  }
+  MaskPtr mask = constraint_->mask(position.data(), position.size());
+  if (token >= static_cast<int32_t>(mask->bits.size()) * 32 || !((mask->bits[static_cast<size_t>(token >> 5)] >> (token & 31)) & 1u))
+    return -1;
+  int64_t budget = max_search_;
+  if (!live_after(position, state, token, budget)) return -1;
+  return step(state, token);
+}
+
+bool CanonicalFilter::complete(int32_t state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return complete_locked(state);
+}
+
+int64_t CanonicalFilter::num_states() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(states_.size());
+}
+
+}  // namespace tokamata

@@ -1,0 +1,358 @@
+// CanonicalTokenizer (canonical_filter.hpp): pretokenization, open regions, BPE encoding and
+// the bigram test of byte-level BPE tokenizers, from tables computed in Python.
+//
+// The split patterns (src/tokamata/vocab/pretokenize.py), alternatives in order, each tried
+// at the current character (leftmost-first), runs greedy:
+//   gpt-2:  's|'t|'re|'ve|'m|'ll|'d | ?L+ | ?N+ | ?O+ | \s+(?!\S) | \s+
+//   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\nLN]?L+ | N{1,3} | ?O+[\r\n]* | \s*[\r\n]+
+//           | \s+(?!\S) | \s+
+//   qwen2:  llama3's with N{1}
+// where L = \p{L}, N = \p{N}, O = [^\s\p{L}\p{N}]. Backtracking reduces to: \s+(?!\S) takes a
+// whitespace run, less its last character when a non-space follows (and fails on a run of
+// one); \s*[\r\n]+ ends after the run's last \r or \n. The scanner is checked against the
+// `regex` module on random texts (tests/unit/test_canonical_native.py).
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "tokamata/canonical_filter.hpp"
+
+namespace tokamata {
+
+namespace {
+
+constexpr int32_t kLetter = 1, kNumber = 2, kSpace = 4;
+
+// Decodes strict UTF-8 (what Python's bytes.decode accepts): false on anything else.
+bool decode_utf8(const uint8_t* s, int32_t n, std::vector<uint32_t>& cps, std::vector<int32_t>& offs) {
+  cps.clear();
+  offs.clear();
+  int32_t i = 0;
+  while (i < n) {
+    offs.push_back(i);
+    const uint8_t b = s[i];
+    uint32_t cp;
+    int32_t len;
+    if (b < 0x80) {
+      cp = b;
+      len = 1;
+    } else if (b >= 0xC2 && b < 0xE0) {
+      cp = b & 0x1F;
+      len = 2;
+    } else if (b >= 0xE0 && b < 0xF0) {
+      cp = b & 0x0F;
+      len = 3;
+    } else if (b >= 0xF0 && b < 0xF5) {
+      cp = b & 0x07;
+      len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (int32_t k = 1; k < len; ++k) {
+      const uint8_t c = s[i + k];
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return false;
+    cps.push_back(cp);
+    i += len;
+  }
+  offs.push_back(n);
+  return true;
+}
+
+bool is_crlf(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+
+}  // namespace
+
+CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::vector<uint8_t> token_bytes,
+                                       std::vector<int64_t> token_offsets, std::vector<uint8_t> has_bytes,
+                                       const uint8_t* piece_bytes,
+                                       const int64_t* piece_offsets, const int32_t* piece_ids, int64_t num_pieces,
+                                       const int32_t* merges, int64_t num_merges, const int32_t* byte_symbols,
+                                       const int32_t* classes, int64_t num_ranges, const uint8_t* added_bytes,
+                                       const int64_t* added_offsets, const int32_t* added_ids, int64_t num_added,
+                                       std::vector<int32_t> eos)
+    : family_(family), ignore_merges_(ignore_merges), token_bytes_(std::move(token_bytes)),
+      token_offsets_(std::move(token_offsets)), has_bytes_(std::move(has_bytes)), eos_(eos.begin(), eos.end()) {
+  if (family < kFamilyGpt2 || family > kFamilyQwen2) throw std::invalid_argument("unknown pretokenizer family");
+  piece_id_.reserve(static_cast<size_t>(num_pieces));
+  for (int64_t i = 0; i < num_pieces; ++i) {
+    std::string piece(reinterpret_cast<const char*>(piece_bytes + piece_offsets[i]),
+                      static_cast<size_t>(piece_offsets[i + 1] - piece_offsets[i]));
+    piece_id_[piece] = piece_ids[i];
+    piece_of_[piece_ids[i]] = std::move(piece);
+  }
+  merges_.reserve(static_cast<size_t>(num_merges));
+  for (int64_t r = 0; r < num_merges; ++r) {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(merges[3 * r])) << 32) |
+                         static_cast<uint32_t>(merges[3 * r + 1]);
+    merges_[key] = {static_cast<int32_t>(r), merges[3 * r + 2]};  // a pair listed twice keeps its last rank
+  }
+  std::memcpy(byte_symbols_, byte_symbols, sizeof(byte_symbols_));
+  class_ranges_.assign(classes, classes + 3 * num_ranges);
+  std::vector<uint32_t> cps;
+  std::vector<int32_t> offs;
+  for (int64_t i = 0; i < num_added; ++i) {
+    std::string text(reinterpret_cast<const char*>(added_bytes + added_offsets[i]),
+                     static_cast<size_t>(added_offsets[i + 1] - added_offsets[i]));
+    if (text.empty()) continue;
+    if (!decode_utf8(reinterpret_cast<const uint8_t*>(text.data()), static_cast<int32_t>(text.size()), cps, offs))
+      throw std::invalid_argument("an added token's text is not UTF-8");
+    const int32_t chars = static_cast<int32_t>(cps.size());
+    longest_added_chars_ = std::max(longest_added_chars_, chars);
+    for (int32_t k = 1; k < chars; ++k) added_prefixes_.insert(text.substr(0, static_cast<size_t>(offs[k])));
+    added_texts_.push_back(std::move(text));
+    added_ids_.push_back(added_ids[i]);
+  }
+}
+
+int32_t CanonicalTokenizer::class_of(uint32_t cp) const {
+  // ranges sorted by start: the last one starting at or before cp
+  size_t lo = 0, hi = class_ranges_.size() / 3;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (static_cast<uint32_t>(class_ranges_[3 * mid]) <= cp) lo = mid + 1; else hi = mid;
+  }
+  if (lo == 0) return 0;
+  const size_t r = lo - 1;
+  return cp < static_cast<uint32_t>(class_ranges_[3 * r + 1]) ? class_ranges_[3 * r + 2] : 0;
+}
+
+int32_t CanonicalTokenizer::match_at(const uint32_t* cps, const int32_t* cls, int32_t n, int32_t i) const {
+  auto run = [&](int32_t from, int32_t bits) {
+    while (from < n && (cls[from] & bits)) ++from;
+    return from;
+  };
+  auto other = [&](int32_t j) { return cls[j] == 0; };
+  auto other_run = [&](int32_t from) {
+    while (from < n && cls[from] == 0) ++from;
+    return from;
+  };
+  const uint32_t c = cps[i];
+  const bool fold = family_ != kFamilyGpt2;
+  if (c == '\'' && i + 1 < n) {
+    auto is = [&](int32_t j, char lower) {
+      if (j >= n) return false;
+      const uint32_t x = cps[j];
+      if (x == static_cast<uint32_t>(lower)) return true;
+      if (!fold) return false;
+      if (x == static_cast<uint32_t>(lower - 'a' + 'A')) return true;
+      return lower == 's' && x == 0x17F;  // (?i) s also matches U+017F LATIN SMALL LETTER LONG S
+    };
+    if (is(i + 1, 's') || is(i + 1, 't')) return i + 2;
+    if ((is(i + 1, 'r') || is(i + 1, 'v')) && is(i + 2, 'e')) return i + 3;
+    if (is(i + 1, 'm')) return i + 2;
+    if (is(i + 1, 'l') && is(i + 2, 'l')) return i + 3;
+    if (is(i + 1, 'd')) return i + 2;
+  }
+  const bool space_first = c == ' ' && i + 1 < n;
+  if (family_ == kFamilyGpt2) {
+    if (space_first && (cls[i + 1] & kLetter)) return run(i + 1, kLetter);
+    if (cls[i] & kLetter) return run(i, kLetter);
+    if (space_first && (cls[i + 1] & kNumber)) return run(i + 1, kNumber);
+    if (cls[i] & kNumber) return run(i, kNumber);
+    if (space_first && other(i + 1)) return other_run(i + 1);
+    if (other(i)) return other_run(i);
+  } else {
+    if (!is_crlf(c) && !(cls[i] & (kLetter | kNumber)) && i + 1 < n && (cls[i + 1] & kLetter))
+      return run(i + 1, kLetter);
+    if (cls[i] & kLetter) return run(i, kLetter);
+    if (cls[i] & kNumber) {
+      const int32_t most = family_ == kFamilyLlama3 ? 3 : 1;
+      int32_t j = i;
+      while (j < n && j - i < most && (cls[j] & kNumber)) ++j;
+      return j;
+    }
+    int32_t j = -1;
+    if (space_first && other(i + 1)) j = other_run(i + 1);
+    else if (other(i)) j = other_run(i);
+    if (j >= 0) {
+      while (j < n && is_crlf(cps[j])) ++j;
+      return j;
+    }
+    if (cls[i] & kSpace) {  // \s*[\r\n]+
+      const int32_t e = run(i, kSpace);
+      for (int32_t p = e - 1; p >= i; --p) {
+        if (is_crlf(cps[p])) return p + 1;
+      }
+    }
+  }
+  // \s+(?!\S) | \s+
+  const int32_t e = run(i, kSpace);
+  if (e == n || e - i < 2) return e;
+  return e - 1;
+}
+
+void CanonicalTokenizer::pretokenize(const uint32_t* cps, const int32_t* cls, int32_t n,
+                                     std::vector<int32_t>& ends) const {
+  ends.clear();
+  for (int32_t i = 0; i < n;) {
+    const int32_t j = match_at(cps, cls, n, i);
+    if (j <= i) throw std::logic_error("pretokenizer scanner made no progress");
+    ends.push_back(j);
+    i = j;
+  }
+}
+
+int32_t CanonicalTokenizer::added_at(const uint8_t* text, int32_t n, int32_t at) const {
+  int32_t best = -1;
+  size_t best_len = 0;
+  for (size_t k = 0; k < added_texts_.size(); ++k) {
+    const std::string& a = added_texts_[k];
+    if (a.size() > best_len && at + static_cast<int64_t>(a.size()) <= n &&
+        std::memcmp(text + at, a.data(), a.size()) == 0) {
+      best = static_cast<int32_t>(k);
+      best_len = a.size();
+    }
+  }
+  return best;
+}
+
+bool CanonicalTokenizer::is_space_char(const uint8_t* text, int32_t n, int32_t at, int32_t& length) const {
+  std::vector<uint32_t> cps;
+  std::vector<int32_t> offs;
+  int32_t end = at + 1;
+  while (end < n && (text[end] & 0xC0) == 0x80) ++end;
+  if (!decode_utf8(text + at, end - at, cps, offs) || cps.size() != 1) return false;
+  length = end - at;
+  return (class_of(cps[0]) & kSpace) != 0;
+}
+
+bool CanonicalTokenizer::region(const uint8_t* text, int32_t n, std::vector<PretokenSpan>& spans,
+                                int32_t& open_start) const {
+  std::vector<uint32_t> cps;
+  std::vector<int32_t> offs;
+  spans.clear();
+  open_start = 0;
+  if (!decode_utf8(text, n, cps, offs)) return false;
+  const int32_t chars = static_cast<int32_t>(cps.size());
+  std::vector<int32_t> cls(static_cast<size_t>(chars));
+  for (int32_t i = 0; i < chars; ++i) cls[static_cast<size_t>(i)] = class_of(cps[static_cast<size_t>(i)]);
+  std::vector<int32_t> ends;
+  auto stretch = [&](int32_t from, int32_t to) {  // chars [from, to) of ordinary text
+    if (from >= to) return;
+    pretokenize(cps.data() + from, cls.data() + from, to - from, ends);
+    int32_t at = from;
+    for (int32_t e : ends) {
+      spans.push_back({offs[static_cast<size_t>(at)], offs[static_cast<size_t>(from + e)], -1});
+      at = from + e;
+    }
+  };
+  int32_t from = 0;
+  if (!added_texts_.empty()) {
+    for (int32_t i = 0; i < chars;) {
+      const int32_t k = added_at(text, n, offs[static_cast<size_t>(i)]);
+      if (k < 0) {
+        ++i;
+        continue;
+      }
+      stretch(from, i);
+      const int32_t start = offs[static_cast<size_t>(i)];
+      const int32_t end = start + static_cast<int32_t>(added_texts_[static_cast<size_t>(k)].size());
+      spans.push_back({start, end, added_ids_[static_cast<size_t>(k)]});
+      while (i < chars && offs[static_cast<size_t>(i)] < end) ++i;
+      from = i;
+    }
+  }
+  stretch(from, chars);
+  if (spans.empty()) return true;
+  auto span_start = [&](int32_t offset) {
+    for (size_t k = spans.size(); k-- > 0;) {
+      if (spans[k].start <= offset) return spans[k].start;
+    }
+    return 0;
+  };
+  auto trailing_space = [&](int32_t end_char) {  // first char of the whitespace run ending at end_char
+    int32_t i = end_char;
+    while (i > 0 && (cls[static_cast<size_t>(i - 1)] & kSpace)) --i;
+    return i;
+  };
+  int32_t first = spans.back().start;
+  const int32_t ws = trailing_space(chars);
+  if (ws < chars) first = std::min(first, span_start(offs[static_cast<size_t>(ws)]));
+  if (!added_texts_.empty()) {
+    for (int32_t k = std::min(longest_added_chars_ - 1, chars); k > 0; --k) {
+      const int32_t at = offs[static_cast<size_t>(chars - k)];
+      if (added_prefixes_.count(std::string(reinterpret_cast<const char*>(text + at), static_cast<size_t>(n - at)))) {
+        first = std::min(first, span_start(offs[static_cast<size_t>(trailing_space(chars - k))]));
+        break;
+      }
+    }
+  }
+  open_start = first;
+  return true;
+}
+
+void CanonicalTokenizer::merge(std::vector<int32_t>& sym) const {
+  while (sym.size() > 1) {
+    int32_t best_rank = INT32_MAX, best_merged = -1;
+    size_t best = 0;
+    for (size_t i = 0; i + 1 < sym.size(); ++i) {
+      const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(sym[i])) << 32) | static_cast<uint32_t>(sym[i + 1]);
+      auto it = merges_.find(key);
+      if (it != merges_.end() && it->second.first < best_rank) {
+        best_rank = it->second.first;
+        best_merged = it->second.second;
+        best = i;
+      }
+    }
+    if (best_merged < 0) return;
+    sym[best] = best_merged;
+    sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+}
+
+void CanonicalTokenizer::encode_pretoken(const uint8_t* data, int32_t n, std::vector<int32_t>& out) const {
+  out.clear();
+  if (ignore_merges_) {
+    auto it = piece_id_.find(std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
+    if (it != piece_id_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    if (byte_symbols_[data[i]] >= 0) out.push_back(byte_symbols_[data[i]]);
+  }
+  merge(out);
+}
+
+bool CanonicalTokenizer::encode(const uint8_t* text, int32_t n, std::vector<int32_t>& out) const {
+  out.clear();
+  std::vector<PretokenSpan> spans;
+  int32_t open = 0;
+  if (!region(text, n, spans, open)) return false;
+  std::vector<int32_t> part;
+  for (const PretokenSpan& s : spans) {
+    if (s.added >= 0) {
+      out.push_back(s.added);
+      continue;
+    }
+    encode_pretoken(text + s.start, s.end - s.start, part);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return true;
+}
+
+bool CanonicalTokenizer::symbols_of(int32_t t, std::vector<int32_t>& out) const {
+  auto it = piece_of_.find(t);
+  if (it == piece_of_.end()) return false;
+  for (unsigned char b : it->second) {
+    if (byte_symbols_[b] >= 0) out.push_back(byte_symbols_[b]);
+  }
+  return true;
+}
+
+bool CanonicalTokenizer::bigram(int32_t a, int32_t b) const {
+  std::vector<int32_t> sym;
+  if (!symbols_of(a, sym)) return false;
+  const size_t na = sym.size();
+  if (!symbols_of(b, sym) || na == 0 || sym.size() == na) return false;
+  merge(sym);
+  return sym.size() == 2 && sym[0] == a && sym[1] == b;
+}
+
+}  // namespace tokamata
