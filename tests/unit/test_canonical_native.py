@@ -1,0 +1,119 @@
+"""The native canonical filter (tokamata.canonical_native) against the Python filter, its
+oracle, on real tokenizers (GPT-2, Llama 3, Qwen 2).
+
+- The C++ pretokenizer scanners and open regions equal ``pretoken_region.text_region`` (which
+  the `regex` module runs) on random texts built from the characters the split patterns treat
+  differently; the C++ encoder equals ``TokenizerModel.encode``; the bigram test equals
+  ``bigram_canonical``.
+- Masks: on random walks through a regex, a JSON Schema and a Lark grammar, the native mask
+  equals the Python filter's mask at every step, and consume agrees with it.
+- Which filter a tokenizer gets is the documented strategy (native for the byte-level
+  families, the Python filter otherwise).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import real_tokenizers as real
+import tokamata
+from tokamata import _core
+from tokamata.canonical_core import CanonicalCore
+from tokamata.canonical_native import NativeCanonicalFilter, native_tokenizer
+from tokamata.vocab.canonical import bigram_canonical
+from tokamata.vocab.canonical_filter import CanonicalFilter
+from tokamata.vocab.pretoken_region import region_family, text_region
+
+TOKENIZERS = {"gpt2": real.gpt2, "llama3": real.llama3, "qwen2": real.qwen2}
+
+# characters each split pattern treats differently: letters (ASCII, Latin-1, CJK, long s),
+# digits (ASCII, Arabic-Indic, full-width), apostrophes and contraction letters, spaces,
+# tabs, CR/LF, no-break and ideographic spaces, punctuation, symbols
+ALPHABET = list("aAsStTrReEvVmMlLdD") + ["é", "中", "ſ", "١", "１", "0", "7", "'", "'", " ", " ", " ", "\t", "\n",
+                                          "\r", "\u00a0", "\u3000", ".", ",", "!", "{", "\"", "-", "€", "😀", "[", "P"]
+
+
+def _random_text(rng: random.Random) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 14)))
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_native_regions_and_encodings_match_python(name):
+    vocab = TOKENIZERS[name]().vocab
+    model = vocab.exact_tokenizer()
+    native = native_tokenizer(vocab, region_family(model))
+    rng = random.Random(name)
+    texts = [_random_text(rng) for _ in range(1500)] + ["[PAD151646]x", "a [PAD1516", "x\r\n\t \n", "12345 'S"]
+    for text in texts:
+        region = text_region(model, text)
+        spans, open_start = native.region(text.encode("utf-8"))
+        expected = [(s.start, s.end, -1 if s.added is None else s.added) for s in region.spans]
+        assert (spans, open_start) == (expected, region.open_start), text
+        assert native.encode(text.encode("utf-8")) == model.encode(text), text
+    assert native.region(b"\xc3") is None and native.region(b"\xed\xa0\x80") is None  # not UTF-8
+    ids = [i for i, b in enumerate(vocab.token_bytes) if b]
+    for _ in range(400):
+        a, b = rng.choice(ids), rng.choice(ids)
+        assert native.bigram(a, b) == bigram_canonical(vocab, a, b), (a, b)
+    index = {b: i for i, b in enumerate(vocab.token_bytes) if b}
+    splits = [(index[w[:k]], index[w[k:]]) for w in (b"true", b"hello", b" world", b"1234")
+              for k in range(1, len(w)) if w[:k] in index and w[k:] in index]
+    assert splits
+    for a, b in splits:  # (mostly False: the merges rebuild the whole word)
+        assert native.bigram(a, b) == bigram_canonical(vocab, a, b), (a, b)
+
+
+CASES = [
+    ("regex", r"(true|false|null|[0-9]{1,5})( (and|or) (true|false|it's|[0-9]{2,4}))*\.?"),
+    ("json_schema", {"type": "object", "properties": {"n": {"type": "integer"}, "b": {"type": "boolean"},
+                                                      "c": {"enum": ["red", "green", "dark blue"]}},
+                     "required": ["n", "b", "c"], "additionalProperties": False}),
+    ("grammar", 'start: expr\nexpr: NUMBER | expr OP expr | "(" expr ")"\nOP: " + " | " * " | "-"\n'
+                'NUMBER: /[0-9]{1,6}/'),
+]
+
+
+def _compile(kind, spec, vocab):
+    if kind == "regex":
+        return tokamata.compile_regex(spec, vocab, canonical=True)
+    if kind == "grammar":
+        return tokamata.compile_grammar(spec, vocab, canonical=True)
+    return tokamata.compile_json_schema(spec, vocab, canonical=True)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_native_masks_equal_python_masks_on_random_walks(name, case):
+    vocab = TOKENIZERS[name]().vocab
+    constraint = _compile(*CASES[case], vocab)
+    assert isinstance(constraint.canonical, NativeCanonicalFilter)
+    oracle = CanonicalFilter(vocab, constraint.limits)
+    eos = set(vocab.eos_token_ids)
+    rng = random.Random(f"{name}{case}")
+    for _ in range(4):
+        m = constraint.matcher()
+        python = CanonicalCore(_core.MatcherCore(constraint._core, b""), oracle)
+        for _step in range(40):
+            allowed = m.allowed_tokens().tolist()
+            assert allowed == python.allowed_tokens(), (name, case, _step)
+            refused = rng.randrange(vocab.size)
+            assert (refused in allowed) == (python.copy().consume(refused) == 0) == m.copy().consume(refused)
+            t = rng.choice(allowed)
+            if t in eos:
+                break
+            # (lean to longer tokens half the time)
+            if rng.random() < 0.5:
+                t = max(rng.sample(allowed, min(4, len(allowed))), key=lambda i: len(vocab.token_bytes[i] or b""))
+            assert m.consume(t) and python.consume(t) == 0
+            assert m.is_accepting() == python.is_accepting()
+
+
+def test_filter_strategy():
+    """Byte-level families run natively; a tokenizer the native filter cannot follow keeps the
+    Python filter (SentencePiece models are refused by both today)."""
+    for name in TOKENIZERS:
+        c = tokamata.compile_regex("a", TOKENIZERS[name]().vocab, canonical=True)
+        assert isinstance(c.canonical, NativeCanonicalFilter), name
+    assert tokamata.compile_regex("a", real.llama3().vocab).canonical is None
