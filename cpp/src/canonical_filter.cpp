@@ -213,13 +213,19 @@ bool CanonicalFilter::live_after(const std::vector<Configuration>& position, int
   std::vector<Configuration> next;
   constraint_->advance(position.data(), position.size(), token, next);
   if (next.empty()) return false;
-  std::unordered_set<Key, KeyHash> stack;
-  bool looped = false;
-  return viable(next, after, budget, stack, looped);
+  // iterative deepening: the same answer as one unbounded depth-first search (a state is
+  // live iff some path reaches a live state), but a shallow way out is found before a deep
+  // branch (a whitespace run that grows forever) eats the budget
+  for (int32_t depth = 1;; depth *= 2) {
+    std::unordered_set<Key, KeyHash> stack;
+    bool looped = false, cut = false;
+    if (viable(next, after, budget, stack, looped, depth, cut)) return true;
+    if (!cut) return false;
+  }
 }
 
 bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t state, int64_t& budget,
-                             std::unordered_set<Key, KeyHash>& stack, bool& looped) {
+                             std::unordered_set<Key, KeyHash>& stack, bool& looped, int32_t depth, bool& cut) {
   if (states_[static_cast<size_t>(state)].text.empty()) return true;
   if (constraint_->accepting(position.data(), position.size()) && complete_locked(state)) return true;
   Key key{position, state};
@@ -242,8 +248,13 @@ bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t
       return true;
     }
   }
+  if (depth == 0) {  // (not known: a deeper search decides)
+    cut = true;
+    return false;
+  }
   const bool outer = looped;
   looped = false;
+  bool below_cut = false;
   stack.insert(key);
   bool live = false;
   std::vector<Configuration> next;
@@ -257,7 +268,7 @@ bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t
       constraint_->advance(position.data(), position.size(), t, next);
       if (next.empty()) continue;
       const std::vector<Configuration> at = next;
-      if (viable(at, after, budget, stack, looped)) {
+      if (viable(at, after, budget, stack, looped, depth - 1, below_cut)) {
         live = true;
         break;
       }
@@ -266,9 +277,10 @@ bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t
   stack.erase(key);
   if (live) {
     remember(true);
-  } else if (!looped) {
+  } else if (!looped && !below_cut) {
     remember(false);  // (a state met again on its own path is no way out, but not known dead)
   }
+  cut = cut || below_cut;
   looped = looped || outer;
   return live;
 }

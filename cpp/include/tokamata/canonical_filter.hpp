@@ -16,7 +16,9 @@
 //   tokens); state 0 is the empty state. step(state, token) re-cuts the open text and checks
 //   what became decided; rows of allowed tokens are cached per (engine position, state);
 //   liveness is the Python filter's: accept + complete, a next character that decides the
-//   open region, or a depth-first search memoized on (position, state) and bounded by
+//   open region, or a search over next tokens (iterative deepening: depth 1, 2, 4 ... until
+//   a way out or a complete search; the same answer as the Python filter's depth-first
+//   search, found sooner past runs that grow forever), memoized on (position, state), bounded by
 //   max_search states per question (LimitError "max_canonical_search", never a guess).
 // - Thread safety: every public method takes the filter's mutex (ConstraintCore has its own);
 //   callers release the GIL around them.
@@ -142,7 +144,7 @@ class CanonicalFilter {
   bool closes(int32_t state, const std::string& ch);
   bool live_after(const std::vector<Configuration>& position, int32_t state, int32_t token, int64_t& budget);
   bool viable(const std::vector<Configuration>& position, int32_t state, int64_t& budget,
-              std::unordered_set<Key, KeyHash>& stack, bool& looped);
+              std::unordered_set<Key, KeyHash>& stack, bool& looped, int32_t depth, bool& cut);
   const std::vector<std::string>& next_chars(const std::vector<Configuration>& position, const TokenRow& mask);
   std::shared_ptr<const Row> row_locked(const std::vector<Configuration>& position, int32_t state);
 
