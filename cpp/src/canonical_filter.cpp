@@ -40,10 +40,6 @@ size_t CanonicalFilter::PositionHash::operator()(const std::vector<Configuration
   return h;
 }
 
-size_t CanonicalFilter::KeyHash::operator()(const Key& k) const {
-  return PositionHash()(k.position) * 0x9E3779B97F4A7C15ull ^ static_cast<size_t>(k.state);
-}
-
 CanonicalFilter::CanonicalFilter(std::shared_ptr<const CanonicalTokenizer> tokenizer,
                                  std::shared_ptr<ConstraintCore> constraint, int64_t max_search)
     : tok_(std::move(tokenizer)), constraint_(std::move(constraint)), max_search_(max_search) {
@@ -177,19 +173,47 @@ bool CanonicalFilter::complete_locked(int32_t state) {
 }
 
 bool CanonicalFilter::closes(int32_t state, const std::string& ch) {
+  if (states_[static_cast<size_t>(state)].text.empty()) return true;
+  uint32_t code = 0;
+  std::memcpy(&code, ch.data(), std::min<size_t>(4, ch.size()));
+  const uint64_t key = pair_key(state, static_cast<int32_t>(code));
+  auto it = closes_.find(key);
+  if (it != closes_.end()) return it->second;
   const State& s = states_[static_cast<size_t>(state)];
-  if (s.text.empty()) return true;
   const std::string text = s.text + ch;
   int32_t open = 0, first = 0;
-  return advance(text, s.tokens, static_cast<int32_t>(ch.size()), open, first) &&
-         open == static_cast<int32_t>(text.size() - ch.size());
+  const bool out = advance(text, s.tokens, static_cast<int32_t>(ch.size()), open, first) &&
+                   open == static_cast<int32_t>(text.size() - ch.size());
+  if (closes_.size() < kCachedEntries) closes_.emplace(key, out);
+  return out;
 }
 
-const std::vector<std::string>& CanonicalFilter::next_chars(const std::vector<Configuration>& position,
-                                                            const TokenRow& mask) {
-  auto it = first_chars_.find(position);
-  if (it != first_chars_.end()) return it->second;
+int32_t CanonicalFilter::position_id(const std::vector<Configuration>& position) {
+  auto it = position_ids_.find(position);
+  if (it != position_ids_.end()) return it->second;
+  const int32_t id = static_cast<int32_t>(positions_.size());
+  positions_.push_back({position, constraint_->mask(position.data(), position.size()), {}, false});
+  position_ids_.emplace(position, id);
+  return id;
+}
+
+int32_t CanonicalFilter::move(int32_t position, int32_t token) {
+  const uint64_t key = pair_key(position, token);
+  auto it = moves_.find(key);
+  if (it != moves_.end()) return it->second;
+  std::vector<Configuration> next;
+  const std::vector<Configuration>& at = positions_[static_cast<size_t>(position)].configurations;
+  constraint_->advance(at.data(), at.size(), token, next);
+  const int32_t out = next.empty() ? -1 : position_id(next);
+  moves_.emplace(key, out);
+  return out;
+}
+
+const std::vector<std::string>& CanonicalFilter::next_chars(int32_t position) {
+  Position& p = positions_[static_cast<size_t>(position)];
+  if (p.chars_known) return p.chars;
   std::vector<std::string> chars;
+  const TokenRow& mask = *p.mask;
   const int32_t limit = std::min<int32_t>(tok_->num_tokens(), static_cast<int32_t>(mask.bits.size()) * 32);
   for (size_t w = 0; w < mask.bits.size(); ++w) {
     for (uint32_t bits = mask.bits[w]; bits; bits &= bits - 1) {
@@ -202,33 +226,33 @@ const std::vector<std::string>& CanonicalFilter::next_chars(const std::vector<Co
   }
   std::sort(chars.begin(), chars.end());
   chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
-  if (first_chars_.size() >= (size_t{1} << 16)) first_chars_.clear();
-  return first_chars_.emplace(position, std::move(chars)).first->second;
+  Position& q = positions_[static_cast<size_t>(position)];  // (no position was added meanwhile)
+  q.chars = std::move(chars);
+  q.chars_known = true;
+  return q.chars;
 }
 
-bool CanonicalFilter::live_after(const std::vector<Configuration>& position, int32_t state, int32_t token,
-                                 int64_t& budget) {
+bool CanonicalFilter::live_after(int32_t position, int32_t state, int32_t token, int64_t& budget) {
   const int32_t after = step(state, token);
   if (after < 0) return false;
-  std::vector<Configuration> next;
-  constraint_->advance(position.data(), position.size(), token, next);
-  if (next.empty()) return false;
+  const int32_t next = move(position, token);
+  if (next < 0) return false;
   // iterative deepening: the same answer as one unbounded depth-first search (a state is
   // live iff some path reaches a live state), but a shallow way out is found before a deep
   // branch (a whitespace run that grows forever) eats the budget
   for (int32_t depth = 1;; depth *= 2) {
-    std::unordered_set<Key, KeyHash> stack;
+    std::unordered_set<uint64_t> stack;
     bool looped = false, cut = false;
     if (viable(next, after, budget, stack, looped, depth, cut)) return true;
     if (!cut) return false;
   }
 }
 
-bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t state, int64_t& budget,
-                             std::unordered_set<Key, KeyHash>& stack, bool& looped, int32_t depth, bool& cut) {
+bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack,
+                             bool& looped, int32_t depth, bool& cut) {
   if (states_[static_cast<size_t>(state)].text.empty()) return true;
-  if (constraint_->accepting(position.data(), position.size()) && complete_locked(state)) return true;
-  Key key{position, state};
+  if (positions_[static_cast<size_t>(position)].mask->accepting && complete_locked(state)) return true;
+  const uint64_t key = pair_key(position, state);
   auto found = viable_.find(key);
   if (found != viable_.end()) return found->second;
   if (stack.count(key)) {
@@ -238,11 +262,9 @@ bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t
   if (--budget < 0) throw LimitError("max_canonical_search", static_cast<double>(max_search_ + 1),
                                      static_cast<double>(max_search_));
   auto remember = [&](bool value) {
-    if (viable_.size() >= kCachedEntries) return;
-    viable_.emplace(key, value);
+    if (viable_.size() < kCachedEntries) viable_.emplace(key, value);
   };
-  MaskPtr mask = constraint_->mask(position.data(), position.size());
-  for (const std::string& ch : next_chars(position, *mask)) {
+  for (const std::string& ch : next_chars(position)) {
     if (closes(state, ch)) {
       remember(true);
       return true;
@@ -257,7 +279,7 @@ bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t
   bool below_cut = false;
   stack.insert(key);
   bool live = false;
-  std::vector<Configuration> next;
+  const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
   const int32_t limit = tok_->num_tokens();
   for (size_t w = 0; w < mask->bits.size() && !live; ++w) {
     for (uint32_t bits = mask->bits[w]; bits; bits &= bits - 1) {
@@ -265,10 +287,9 @@ bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t
       if (t >= limit || tok_->is_eos(t)) continue;
       const int32_t after = step(state, t);
       if (after < 0) continue;
-      constraint_->advance(position.data(), position.size(), t, next);
-      if (next.empty()) continue;
-      const std::vector<Configuration> at = next;
-      if (viable(at, after, budget, stack, looped, depth - 1, below_cut)) {
+      const int32_t next = move(position, t);
+      if (next < 0) continue;
+      if (viable(next, after, budget, stack, looped, depth - 1, below_cut)) {
         live = true;
         break;
       }
@@ -285,12 +306,11 @@ bool CanonicalFilter::viable(const std::vector<Configuration>& position, int32_t
   return live;
 }
 
-std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(const std::vector<Configuration>& position,
-                                                                         int32_t state) {
-  Key key{position, state};
+std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(int32_t position, int32_t state) {
+  const uint64_t key = pair_key(position, state);
   auto it = rows_.find(key);
   if (it != rows_.end()) return it->second;
-  MaskPtr mask = constraint_->mask(position.data(), position.size());
+  const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
   auto row = std::make_shared<Row>();
   const size_t words = static_cast<size_t>(constraint_->num_words());
   row->bits.assign(words, 0);
@@ -308,13 +328,23 @@ std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(const st
       if (live_after(position, state, t, budget)) row->bits[w] |= 1u << (t & 31);
     }
   }
-  if (row_words_ + static_cast<int64_t>(words) > kCachedRowWords) {
-    rows_.clear();
-    row_words_ = 0;
-  }
   row_words_ += static_cast<int64_t>(words);
-  rows_.emplace(std::move(key), row);
+  rows_.emplace(key, row);
   return row;
+}
+
+void CanonicalFilter::bound_caches() {
+  // between questions only (ids held by a search stay valid during it): past the bounds, the
+  // position-keyed caches start over; states and steps are kept (their own bounds)
+  if (positions_.size() < (size_t{1} << 14) && moves_.size() < (size_t{1} << 20) && row_words_ < kCachedRowWords &&
+      viable_.size() < kCachedEntries)
+    return;
+  positions_.clear();
+  position_ids_.clear();
+  moves_.clear();
+  viable_.clear();
+  rows_.clear();
+  row_words_ = 0;
 }
 
 void CanonicalFilter::fill(MatcherCore& m, int32_t state, uint32_t* out, int64_t num_words) {
@@ -325,7 +355,8 @@ void CanonicalFilter::fill(MatcherCore& m, int32_t state, uint32_t* out, int64_t
   std::shared_ptr<const Row> row;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    row = row_locked(m.position(), state);
+    bound_caches();
+    row = row_locked(position_id(m.position()), state);
   }
   const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row->bits.size()), num_words);
   std::memcpy(out, row->bits.data(), static_cast<size_t>(copy) * 4);
@@ -336,16 +367,15 @@ int32_t CanonicalFilter::accept(MatcherCore& m, int32_t state, int32_t token) {
   std::lock_guard<std::mutex> lock(mu_);
   if (tok_->is_eos(token)) return m.is_accepting() && complete_locked(state) ? state : -1;
   if (m.is_terminated()) return -1;
-  const std::vector<Configuration> position = m.position();
-  {
-    auto it = rows_.find(Key{position, state});
-    if (it != rows_.end()) {
-      const bool on = token < static_cast<int32_t>(it->second->bits.size()) * 32 &&
-                      ((it->second->bits[static_cast<size_t>(token >> 5)] >> (token & 31)) & 1u);
-      return on ? step(state, token) : -1;
-    }
+  bound_caches();
+  const int32_t position = position_id(m.position());
+  auto it = rows_.find(pair_key(position, state));
+  if (it != rows_.end()) {
+    const bool on = token < static_cast<int32_t>(it->second->bits.size()) * 32 &&
+                    ((it->second->bits[static_cast<size_t>(token >> 5)] >> (token & 31)) & 1u);
+    return on ? step(state, token) : -1;
   }
-  MaskPtr mask = constraint_->mask(position.data(), position.size());
+  const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
   if (token >= static_cast<int32_t>(mask->bits.size()) * 32 || !((mask->bits[static_cast<size_t>(token >> 5)] >> (token & 31)) & 1u))
     return -1;
   int64_t budget = max_search_;

@@ -93,6 +93,11 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
   }
   std::memcpy(byte_symbols_, byte_symbols, sizeof(byte_symbols_));
   class_ranges_.assign(classes, classes + 3 * num_ranges);
+  bmp_classes_.assign(0x10000, 0);
+  for (int64_t r = 0; r < num_ranges; ++r) {
+    for (int32_t cp = std::max(classes[3 * r], 0); cp < std::min(classes[3 * r + 1], 0x10000); ++cp)
+      bmp_classes_[static_cast<size_t>(cp)] = static_cast<uint8_t>(classes[3 * r + 2]);
+  }
   std::vector<uint32_t> cps;
   std::vector<int32_t> offs;
   for (int64_t i = 0; i < num_added; ++i) {
@@ -110,6 +115,7 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
 }
 
 int32_t CanonicalTokenizer::class_of(uint32_t cp) const {
+  if (cp < 0x10000) return bmp_classes_[cp];
   // ranges sorted by start: the last one starting at or before cp
   size_t lo = 0, hi = class_ranges_.size() / 3;
   while (lo < hi) {

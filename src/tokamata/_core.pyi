@@ -265,3 +265,33 @@ def apply_bitmask(logits: Any, bitmask: Any) -> None:
 def fill_bitmasks_budget(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.NDArray[np.int32],
                          budgets: npt.NDArray[np.int32], max_states: int, threads: int = 1) -> None:
     """fill_bitmasks with one token budget (>= 1) per matcher."""
+
+class CanonicalTokenizer:
+    """A byte-level BPE tokenizer's tables for the native canonical filter
+    (tokamata.canonical_native): pretokenizer family 0 GPT-2, 1 Llama 3, 2 Qwen 2."""
+
+    def __init__(self, family: int, ignore_merges: bool, token_bytes: npt.NDArray[np.uint8],
+                 token_offsets: npt.NDArray[np.int64], has_bytes: npt.NDArray[np.uint8],
+                 piece_bytes: npt.NDArray[np.uint8], piece_offsets: npt.NDArray[np.int64],
+                 piece_ids: npt.NDArray[np.int32], merges: npt.NDArray[np.int32],
+                 byte_symbols: npt.NDArray[np.int32], classes: npt.NDArray[np.int32],
+                 added_bytes: npt.NDArray[np.uint8], added_offsets: npt.NDArray[np.int64],
+                 added_ids: npt.NDArray[np.int32], eos: npt.NDArray[np.int32]) -> None: ...
+    def region(self, text: bytes) -> tuple[list[tuple[int, int, int]], int] | None:
+        """The pretokens ``(start, end, added id or -1)`` and the open region's start; None if
+        not UTF-8."""
+    def encode(self, text: bytes) -> list[int] | None: ...
+    def bigram(self, a: int, b: int) -> bool: ...
+
+class CanonicalFilter:
+    """The canonical filter of one constraint (states are ints, 0 the empty state); every
+    method runs without the GIL."""
+
+    def __init__(self, tokenizer: CanonicalTokenizer, constraint: ConstraintCore, max_search: int) -> None: ...
+    def fill(self, matcher: MatcherCore, state: int, bitmask: Any, index: int) -> None: ...
+    def allowed(self, matcher: MatcherCore, state: int) -> list[int]: ...
+    def accept(self, matcher: MatcherCore, state: int, token: int) -> int:
+        """The state after ``token``, or -1 when refused (EOS: ``state`` itself)."""
+    def complete(self, state: int) -> bool: ...
+    @property
+    def num_states(self) -> int: ...

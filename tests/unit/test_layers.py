@@ -8,7 +8,8 @@ Every ``import`` of every module under src/tokamata (module level and inside fun
   1 automata      automata/*
   2 grammar       grammar/* (IR, lexer, parser), slices (the vocabulary's slices, built from an
                   automaton)
-  3 front ends    syntax/*; constraint and matcher (the one Constraint and Matcher), canonical_core
+  3 front ends    syntax/*; constraint and matcher (the one Constraint and Matcher), canonical_core,
+                  canonical_native
                   (a matcher core with its canonical filter state)
   4 front doors   compile, constraint_cache (compiles through the front doors)
   5 integrations  integrations/*
@@ -32,7 +33,8 @@ LAYERS = [  # (layer, module name prefixes), most specific prefix first where th
          "tokamata.vocab", "tokamata.trie", "tokamata.bitmask", "tokamata.healing")),
     (1, ("tokamata.automata",)),
     (2, ("tokamata.grammar", "tokamata.slices")),
-    (3, ("tokamata.syntax", "tokamata.constraint", "tokamata.matcher", "tokamata.canonical_core")),
+    (3, ("tokamata.syntax", "tokamata.constraint", "tokamata.matcher", "tokamata.canonical_core",
+         "tokamata.canonical_native")),
     (4, ("tokamata.compile", "tokamata.constraint_cache")),
     (5, ("tokamata.integrations",)),
     (6, ("tokamata.generate",)),

@@ -92,6 +92,7 @@ class CanonicalTokenizer {
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, merged)
   int32_t byte_symbols_[256];
   std::vector<int32_t> class_ranges_;  // triples
+  std::vector<uint8_t> bmp_classes_;   // class_of for code points below 0x10000
   std::vector<std::string> added_texts_;
   std::vector<int32_t> added_ids_;
   std::unordered_set<std::string> added_prefixes_;  // proper prefixes (whole characters)
@@ -117,20 +118,22 @@ class CanonicalFilter {
     std::string text;
     std::vector<int32_t> tokens;
   };
-  struct Key {
-    std::vector<Configuration> position;
-    int32_t state;
-    bool operator==(const Key& o) const { return state == o.state && position == o.position; }
-  };
   struct PositionHash {
     size_t operator()(const std::vector<Configuration>& p) const;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const;
   };
   struct Row {
     std::vector<uint32_t> bits;
   };
+  // an engine position met by the filter, interned: its mask and first characters
+  struct Position {
+    std::vector<Configuration> configurations;
+    MaskPtr mask;
+    std::vector<std::string> chars;  // the distinct whole first characters of its tokens
+    bool chars_known = false;
+  };
+  static uint64_t pair_key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
 
   int32_t intern(std::string text, std::vector<int32_t> tokens);
   int32_t step(int32_t state, int32_t token);
@@ -142,11 +145,14 @@ class CanonicalFilter {
   bool bigram(int32_t a, int32_t b);
   bool complete_locked(int32_t state);
   bool closes(int32_t state, const std::string& ch);
-  bool live_after(const std::vector<Configuration>& position, int32_t state, int32_t token, int64_t& budget);
-  bool viable(const std::vector<Configuration>& position, int32_t state, int64_t& budget,
-              std::unordered_set<Key, KeyHash>& stack, bool& looped, int32_t depth, bool& cut);
-  const std::vector<std::string>& next_chars(const std::vector<Configuration>& position, const TokenRow& mask);
-  std::shared_ptr<const Row> row_locked(const std::vector<Configuration>& position, int32_t state);
+  int32_t position_id(const std::vector<Configuration>& position);
+  int32_t move(int32_t position, int32_t token);  // the engine's position after token, or -1
+  const std::vector<std::string>& next_chars(int32_t position);
+  bool live_after(int32_t position, int32_t state, int32_t token, int64_t& budget);
+  bool viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack, bool& looped,
+              int32_t depth, bool& cut);
+  std::shared_ptr<const Row> row_locked(int32_t position, int32_t state);
+  void bound_caches();  // (between questions: ids stay valid during one)
 
   std::shared_ptr<const CanonicalTokenizer> tok_;
   std::shared_ptr<ConstraintCore> constraint_;
@@ -156,12 +162,15 @@ class CanonicalFilter {
   std::unordered_map<std::string, int32_t> state_ids_;
   std::unordered_map<uint64_t, int32_t> steps_;  // (state, token) -> state or -1
   std::unordered_map<int32_t, bool> complete_;
+  std::unordered_map<uint64_t, bool> closes_;  // (state, character as a number) -> closes
   std::unordered_map<uint64_t, bool> bigrams_;
   std::unordered_map<std::string, std::vector<int32_t>> encoded_;
-  std::unordered_map<Key, bool, KeyHash> viable_;
-  std::unordered_map<Key, std::shared_ptr<const Row>, KeyHash> rows_;
+  std::vector<Position> positions_;
+  std::unordered_map<std::vector<Configuration>, int32_t, PositionHash> position_ids_;
+  std::unordered_map<uint64_t, int32_t> moves_;  // (position, token) -> position or -1
+  std::unordered_map<uint64_t, bool> viable_;    // (position, state)
+  std::unordered_map<uint64_t, std::shared_ptr<const Row>> rows_;  // (position, state)
   int64_t row_words_ = 0;
-  std::unordered_map<std::vector<Configuration>, std::vector<std::string>, PositionHash> first_chars_;
 };
 
 }  // namespace tokamata
