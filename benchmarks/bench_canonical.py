@@ -84,21 +84,26 @@ def llg_grammar(llg, kind, spec):
 
 
 def walks(kind, spec, vocab, n_walks, n_steps, seed=0):
-    """Per-step fill times (ns) of canonical and plain matchers at the same tokens, and the
-    skip rate (steps with exactly one allowed non-EOS token) of each."""
+    """Per-step fill times (ns) of canonical and plain matchers at the same tokens, the skip
+    rate (steps with exactly one allowed non-EOS token) of each, and how many canonical masks
+    raised LimitExceeded (max_canonical_search; that walk ends there)."""
     canon = compile_tk(kind, spec, vocab, True)
     plain = compile_tk(kind, spec, vocab, False)
     eos = set(vocab.eos_token_ids)
     buf_c = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
     buf_p = np.zeros_like(buf_c)
     times_c, times_p = [], []
-    forced_c = forced_p = steps = 0
+    forced_c = forced_p = steps = limited = 0
     rng = random.Random(seed)
     for _ in range(n_walks):
         mc, mp = canon.matcher(), plain.matcher()
         for _ in range(n_steps):
             t0 = time.perf_counter_ns()
-            mc.fill_bitmask(buf_c, 0)
+            try:
+                mc.fill_bitmask(buf_c, 0)
+            except tokamata.LimitExceeded:  # (counted: the walk ends there)
+                limited += 1
+                break
             t1 = time.perf_counter_ns()
             mp.fill_bitmask(buf_p, 0)
             t2 = time.perf_counter_ns()
@@ -112,7 +117,7 @@ def walks(kind, spec, vocab, n_walks, n_steps, seed=0):
             t = rng.choice(allowed)
             if t in eos or not mc.consume(t) or not mp.consume(t):
                 break
-    return times_c, times_p, forced_c / steps, forced_p / steps
+    return times_c, times_p, forced_c / max(steps, 1), forced_p / max(steps, 1), limited
 
 
 def ttfm_tk(kind, spec, vocab, repeats=5):
@@ -122,7 +127,10 @@ def ttfm_tk(kind, spec, vocab, repeats=5):
         tokamata.clear_caches(vocab)
         _trie.shared_rows(vocab)
         t0 = time.perf_counter()
-        compile_tk(kind, spec, vocab, True).matcher().fill_bitmask(buf, 0)
+        try:
+            compile_tk(kind, spec, vocab, True).matcher().fill_bitmask(buf, 0)
+        except tokamata.LimitExceeded:
+            return float("nan")
         out.append(time.perf_counter() - t0)
     return statistics.median(out)
 
@@ -158,7 +166,10 @@ def token_walks(kind, spec, vocab, n_walks, n_steps, seed=0):
     for _ in range(n_walks):
         m, walk = canon.matcher(), []
         for _ in range(n_steps):
-            t = rng.choice(m.allowed_tokens().tolist())
+            try:
+                t = rng.choice(m.allowed_tokens().tolist())
+            except tokamata.LimitExceeded:
+                break
             if t in eos or not m.consume(t):
                 break
             walk.append(t)
@@ -192,12 +203,12 @@ def main() -> None:
              f"{args.walks} seeded random walks of up to {args.steps} steps per case; mask times in us, "
              "cold masks included; TTFM in ms (compile + first mask, fresh caches, median of 5).", "",
              "| case | canonical mean | plain mean | ratio | canonical p99 | plain p99 | llguidance mean | "
-             "canonical TTFM | llguidance TTFM | TTFM ratio | forced steps canonical / plain |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "canonical TTFM | llguidance TTFM | TTFM ratio | forced steps canonical / plain | LimitExceeded |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     verdicts = []
     for kind, name, spec in cases():
         compile_tk(kind, spec, vocab, True)  # (warm the per-process tables: class table, merges)
-        tc, tp, fc, fp = walks(kind, spec, vocab, args.walks, args.steps)
+        tc, tp, fc, fp, limited = walks(kind, spec, vocab, args.walks, args.steps)
         (cm, c99), (pm, p99) = stats(tc), stats(tp)
         ttfm = ttfm_tk(kind, spec, vocab) * 1000
         lm = lt = float("nan")
@@ -206,8 +217,9 @@ def main() -> None:
                                    token_walks(kind, spec, vocab, args.walks, args.steps))
             lm, lt = stats(ltimes)[0], lt_s * 1000
         lines.append(f"| {name} | {cm:.1f} | {pm:.1f} | {cm / pm:.2f}x | {c99:.0f} | {p99:.0f} | {lm:.1f} | "
-                     f"{ttfm:.2f} | {lt:.2f} | {ttfm / lt:.2f}x | {fc:.0%} / {fp:.0%} |")
-        verdicts.append(f"- {name}: mean {cm / pm:.2f}x plain (target <= 1.5x): {'PASS' if cm <= 1.5 * pm else 'FAIL'}; "
+                     f"{ttfm:.2f} | {lt:.2f} | {ttfm / lt:.2f}x | {fc:.0%} / {fp:.0%} | {limited} |")
+        note = f" ({limited} walk(s) ended in LimitExceeded: FAIL)" if limited else ""
+        verdicts.append(f"- {name}{note}: mean {cm / pm:.2f}x plain (target <= 1.5x): {'PASS' if cm <= 1.5 * pm else 'FAIL'}; "
                         f"below llguidance ({cm:.1f} vs {lm:.1f} us): {'PASS' if cm < lm else 'FAIL'}; "
                         f"TTFM {ttfm / lt:.2f}x llguidance (target <= 1.5x): {'PASS' if ttfm <= 1.5 * lt else 'FAIL'}")
         print(lines[-1], flush=True)
