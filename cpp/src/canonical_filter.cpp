@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <shared_mutex>
 
 namespace tokamata {
 
@@ -333,6 +334,20 @@ std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(int32_t 
   return row;
 }
 
+void CanonicalFilter::forget_swept() {
+  // a sweep released parser states and may reuse their handles: positions met before it may
+  // name other states now (the filter's own positions are no matcher's roots)
+  const int64_t sweeps = constraint_->num_sweeps();
+  if (sweeps == seen_sweeps_) return;
+  seen_sweeps_ = sweeps;
+  positions_.clear();
+  position_ids_.clear();
+  moves_.clear();
+  viable_.clear();
+  rows_.clear();
+  row_words_ = 0;
+}
+
 void CanonicalFilter::bound_caches() {
   // between questions only (ids held by a search stay valid during it): past the bounds, the
   // position-keyed caches start over; states and steps are kept (their own bounds)
@@ -354,7 +369,10 @@ void CanonicalFilter::fill(MatcherCore& m, int32_t state, uint32_t* out, int64_t
   }
   std::shared_ptr<const Row> row;
   {
+    // no sweep while the search holds positions no matcher roots (sweep lock before mu_)
+    std::shared_lock<std::shared_mutex> held(constraint_->sweep_mutex());
     std::lock_guard<std::mutex> lock(mu_);
+    forget_swept();
     bound_caches();
     row = row_locked(position_id(m.position()), state);
   }
@@ -364,9 +382,15 @@ void CanonicalFilter::fill(MatcherCore& m, int32_t state, uint32_t* out, int64_t
 }
 
 int32_t CanonicalFilter::accept(MatcherCore& m, int32_t state, int32_t token) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (tok_->is_eos(token)) return m.is_accepting() && complete_locked(state) ? state : -1;
+  if (tok_->is_eos(token)) {
+    const bool accepting = m.is_accepting();  // (takes the sweep lock itself: before ours)
+    std::lock_guard<std::mutex> lock(mu_);
+    return accepting && complete_locked(state) ? state : -1;
+  }
   if (m.is_terminated()) return -1;
+  std::shared_lock<std::shared_mutex> held(constraint_->sweep_mutex());
+  std::lock_guard<std::mutex> lock(mu_);
+  forget_swept();
   bound_caches();
   const int32_t position = position_id(m.position());
   auto it = rows_.find(pair_key(position, state));

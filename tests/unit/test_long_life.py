@@ -290,6 +290,7 @@ def test_canonical_masks_across_sweeps_equal_a_fresh_constraint():
 
     c = swept_every_call(compile_it())
     rng = random.Random(4)
+    consumed = 0
     for _ in range(2):
         m, tokens = c.matcher(), []
         for _ in range(10):
@@ -301,9 +302,11 @@ def test_canonical_masks_across_sweeps_equal_a_fresh_constraint():
                 break
             token = int(allowed[rng.randrange(len(allowed))])
             assert m.consume(token)
+            consumed += 1
             tokens.append(token)
-    # the filter's searches consume and roll back on the matcher: each of those calls swept
-    assert c._core.num_sweeps > 100
+    # every consume swept (the native filter's own searches do not call the matcher; the
+    # Python filter's consume and roll back on it, and sweep more)
+    assert consumed > 5 and c._core.num_sweeps >= consumed
 
 
 @pytest.mark.parametrize("name", ["json_schema", "c_like"])

@@ -22,6 +22,9 @@
 //   max_search states per question (LimitError "max_canonical_search", never a guess).
 // - Thread safety: every public method takes the filter's mutex (ConstraintCore has its own);
 //   callers release the GIL around them.
+// - Long life: questions hold the constraint's sweep lock (shared, before the filter's mutex),
+//   since the search's positions are no matcher's roots; the position-keyed caches are
+//   dropped when the constraint's sweep count moved (released handles may be reused).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -153,6 +156,7 @@ class CanonicalFilter {
               int32_t depth, bool& cut);
   std::shared_ptr<const Row> row_locked(int32_t position, int32_t state);
   void bound_caches();  // (between questions: ids stay valid during one)
+  void forget_swept();  // drops the position-keyed caches after a sweep of the constraint
 
   std::shared_ptr<const CanonicalTokenizer> tok_;
   std::shared_ptr<ConstraintCore> constraint_;
@@ -171,6 +175,7 @@ class CanonicalFilter {
   std::unordered_map<uint64_t, bool> viable_;    // (position, state)
   std::unordered_map<uint64_t, std::shared_ptr<const Row>> rows_;  // (position, state)
   int64_t row_words_ = 0;
+  int64_t seen_sweeps_ = 0;  // the constraint's sweep count the position caches belong to
 };
 
 }  // namespace tokamata
