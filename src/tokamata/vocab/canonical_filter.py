@@ -312,10 +312,12 @@ class CanonicalFilter:
                 if live:
                     self._remember(key)
                     return True
-        finally:
-            stack.discard(key)
+            # a complete search found no way out (not cut by LimitExceeded, which must not
+            # leave a False behind: a later question would then mask a live token)
             if not looped[0] and len(self._viable) < _CACHED_ENTRIES:
                 self._viable.setdefault(key, False)
+        finally:
+            stack.discard(key)
             looped[0] = looped[0] or outer
         return False
 
