@@ -44,7 +44,7 @@ from .grammar.lexer import Lexer
 from .limits import Limits
 from .slices import core_slices
 from .trie import core_trie, shared_events, shared_rows
-from .vocab.canonical_filter import CanonicalFilter
+from .vocab.token_filters import token_filter
 
 if TYPE_CHECKING:
     from .matcher import Matcher
@@ -120,10 +120,13 @@ class Constraint:
     def __init__(self, grammar: Grammar, vocab, limits: Limits, description: str, *,
                  approximations: tuple = (), source: str | None = None, filters: tuple = (),
                  recipe: Recipe | None = None, value_parser: Callable[[str | bytes], Any] | None = None,
-                 canonical: bool = False):
-        #: the canonical filter (``canonical=True``), else None: matchers keep its state
-        #: next to their engine position (:mod:`tokamata.canonical_core`)
-        self.canonical = CanonicalFilter(vocab, limits) if canonical else None
+                 canonical: bool = False, token_filters: tuple[str, ...] = ()):
+        #: the token filter (``canonical=True`` or ``token_filters=``), else None: matchers keep
+        #: its state next to their engine position (:mod:`tokamata.canonical_core`,
+        #: :mod:`tokamata.vocab.token_filters`)
+        self.token_filter = token_filter(vocab, limits, canonical, tuple(token_filters))
+        #: the canonical filter (``canonical=True``), else None
+        self.canonical = self.token_filter if canonical else None
         self.grammar = grammar
         #: how a front door made this constraint (None for grammar IR): what pickling sends
         self.recipe = recipe
@@ -144,11 +147,12 @@ class Constraint:
         self.lexer = Lexer(grammar, limits)
         eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int32)
         offsets, tokens = _special_tokens(grammar, self.vocab_size)
-        if self.canonical is not None:  # (a special token is never part of a canonical encoding)
+        if self.token_filter is not None:  # (a special token is never part of a canonical encoding)
             named = vocab.token_bytes
             specials = sorted({int(t) for t in tokens if t >= len(named) or named[t] is None})
             if specials:
-                raise Unsupported("canonical special tokens", f"canonical=True with a grammar that needs "
+                raise Unsupported("canonical special tokens" if canonical else "token_filters special tokens",
+                                  f"{'canonical=True' if canonical else 'token_filters'} with a grammar that needs "
                                   f"special token(s) {specials[:8]}: a tokenizer never writes them for text")
         regular = single_lexeme(grammar)
         self._lock = threading.RLock()
@@ -250,11 +254,11 @@ class Constraint:
         prefix = bytes(prefix)
         engine = _core.MatcherCore(self._core, prefix)
         core: _core.MatcherCore | CanonicalCore = engine
-        if self.canonical is not None:
+        if self.token_filter is not None:
             if prefix:
                 raise Unsupported("canonical prefix", "token healing (prefix=) with canonical=True is "
                                   "not supported yet")
-            core = CanonicalCore(engine, self.canonical)
+            core = CanonicalCore(engine, self.token_filter)
         return Matcher(self, core, prefix)
 
     def parse(self, text: str | bytes) -> Any:

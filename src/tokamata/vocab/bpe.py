@@ -42,16 +42,26 @@ def build_merge_table(merges: Iterable[tuple[str, str]], pieces: Mapping[str, in
     return table
 
 
-def merge(symbols: Sequence[int], table: MergeTable) -> list[int]:
+def merge(symbols: Sequence[int], table: MergeTable,
+          trace: list[tuple[int, int, int]] | None = None) -> list[int]:
     """``symbols`` after every merge of ``table`` (lowest rank first, leftmost first).
+    ``trace``, when given, receives one ``(first symbol, last symbol, rank)`` per state the
+    list goes through, ``rank`` being that of the merge that ends the state (``-1`` for the
+    final state): what a merge across either end of the list competes with.
 
     >>> table = {(0, 1): (0, 3), (3, 2): (1, 4), (2, 2): (2, 5)}  # ab, abc, cc
     >>> merge([0, 1, 2, 2, 0, 1], table)
     [4, 2, 3]
+    >>> trace = []
+    >>> merge([0, 1, 2], table, trace), trace
+    ([4], [(0, 2, 0), (3, 2, 1), (4, 4, -1)])
     """
     n = len(symbols)
     if n < 2:
+        if trace is not None and n:
+            trace.append((symbols[0], symbols[0], -1))
         return list(symbols)
+    last = n - 1
     sym = list(symbols)
     nxt = list(range(1, n + 1))
     nxt[-1] = -1
@@ -71,6 +81,10 @@ def merge(symbols: Sequence[int], table: MergeTable) -> list[int]:
         j = nxt[i]
         if j < 0 or sym[j] != b:
             continue
+        if trace is not None:
+            trace.append((sym[0], sym[last], _rank))
+            if j == last:
+                last = i
         sym[i] = c
         alive[j] = False
         k = nxt[j]
@@ -85,6 +99,8 @@ def merge(symbols: Sequence[int], table: MergeTable) -> list[int]:
             found = get((sym[p], c))
             if found is not None:
                 heapq.heappush(heap, (found[0], p, sym[p], c, found[1]))
+    if trace is not None:
+        trace.append((sym[0], sym[last], -1))
     out = []
     i = 0
     while i >= 0:

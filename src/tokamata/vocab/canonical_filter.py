@@ -59,7 +59,7 @@ from .pretoken_region import region_family, text_region
 from .pretokenize import compiled
 from .vocabulary import Vocabulary
 
-__all__ = ["CanonicalFilter", "EMPTY_STATE", "State"]
+__all__ = ["CanonicalFilter", "EMPTY_STATE", "State", "complete_length"]
 
 _SPACE = compiled(r"\s")
 #: token ids the allowed-token cache of one filter holds at most (8 bytes each in a tuple)
@@ -72,7 +72,7 @@ State = tuple[bytes, tuple[int, ...]]
 EMPTY_STATE: State = (b"", ())
 
 
-def _complete_length(data: bytes) -> int:
+def complete_length(data: bytes) -> int:
     """The length of the longest prefix of ``data`` that ends on a UTF-8 character boundary
     (``data`` is a valid UTF-8 prefix)."""
     n = len(data)
@@ -84,6 +84,9 @@ def _complete_length(data: bytes) -> int:
             need = 2 if b < 0xE0 else 3 if b < 0xF0 else 4
             return n if back >= need else n - back
     return n
+
+
+_complete_length = complete_length
 
 
 class CanonicalFilter:
@@ -297,7 +300,7 @@ class CanonicalFilter:
             if self.closes(state, char):
                 self._remember(key)
                 return True
-        allowed = [t for t in core.allowed_tokens() if t not in self.eos]
+        allowed = self._candidates(core, key[0])
         outer, looped[0] = looped[0], False
         stack.add(key)
         try:
@@ -320,6 +323,10 @@ class CanonicalFilter:
             stack.discard(key)
             looped[0] = looped[0] or outer
         return False
+
+    def _candidates(self, core: Any, position: Any) -> list[int]:
+        """The tokens the liveness search tries at ``position``, in the order it tries them."""
+        return [t for t in core.allowed_tokens() if t not in self.eos]
 
     def _remember(self, key: tuple[Any, State]) -> None:
         if len(self._viable) < _CACHED_ENTRIES:

@@ -43,7 +43,7 @@ from .pretokenize import (GPT2_PATTERN, LLAMA3_PATTERN, QWEN2_PATTERN, ByteLevel
                           byte_level_spell, compiled)
 from .tokenizer_model import MODEL_BYTE_LEVEL, TokenizerModel
 
-__all__ = ["Region", "Span", "region_family", "text_region"]
+__all__ = ["Region", "Span", "added_prefix_start", "region_family", "text_region"]
 
 _FAMILIES = {GPT2_PATTERN: "gpt-2", LLAMA3_PATTERN: "llama3", QWEN2_PATTERN: "qwen2"}
 
@@ -161,6 +161,27 @@ def text_region(model: TokenizerModel, text: str) -> Region:
                 first = min(first, _span_start(spans, len(before[:m.start()].encode("utf-8"))))
                 break
     return Region(tuple(spans), first)
+
+
+def added_prefix_start(model: TokenizerModel, text: str) -> int | None:
+    """The byte offset in ``text`` where its longest suffix that is a proper prefix of an added
+    token's text starts (``None``: no such suffix). Added tokens are cut out of raw text first,
+    leftmost then longest, so a later character may still turn that suffix into an added token
+    (Gemma 3: ``"\\n"`` then ``"\\n"`` is the one added token ``"\\n\\n"``); everything before it
+    is cut as it will stay.
+
+    >>> from tokamata.vocab import TokenizerModel
+    >>> m = TokenizerModel.from_pieces({}, [], added_tokens=(("<b>", 7),))
+    >>> added_prefix_start(m, "ab<"), added_prefix_start(m, "ab<b>"), added_prefix_start(m, "é<b")
+    (2, None, 2)
+    """
+    if not model.added_tokens:
+        return None
+    prefixes, longest = _added_prefixes(model.added_tokens)
+    for k in range(min(longest - 1, len(text)), 0, -1):
+        if text[-k:] in prefixes:
+            return len(text[:-k].encode("utf-8"))
+    return None
 
 
 def _span_start(spans: list[Span], offset: int) -> int:
