@@ -42,9 +42,12 @@ from .syntax.json import json_grammar, whitespace_bound
 from .syntax.json_spelling import NATURAL_REPORT, check_spelling
 from .syntax.regex import Chars, parse_regex
 from .syntax.regex_lower import regex_grammar
+from .vocab.token_filters import check_filter_names
 
 #: the ``characters=`` argument: a named set, a one-character regex, or a collection of them
 Characters = Union[str, Iterable[str], None]
+#: the ``token_filters=`` argument: names of :data:`~tokamata.vocab.token_filters.FILTER_NAMES`
+TokenFilters = Union[Iterable[str], None]
 
 __all__ = ["compile_regex", "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema",
            "compile_grammar_ir", "compile_choice", "compile_type", "dumps", "clear_caches", "recipe", "build"]
@@ -57,7 +60,7 @@ def _check_vocab(vocab) -> None:
 
 def _constraint(grammar: Grammar, vocab, limits: Limits, description: str,
                 characters: tuple[cs.CharSet, str] | None = None, canonical: bool = False,
-                **details: Any) -> Constraint:
+                token_filters: tuple[str, ...] = (), **details: Any) -> Constraint:
     _check_vocab(vocab)
     filters: tuple[str, ...] = ()
     if characters is not None:
@@ -66,8 +69,10 @@ def _constraint(grammar: Grammar, vocab, limits: Limits, description: str,
         filters = (f"characters={spelled}",)
     if canonical:
         filters += ("canonical=True",)
+    if token_filters:
+        filters += (f"token_filters={list(token_filters)!r}",)
     return Constraint(check_grammar(grammar, limits), vocab, limits, description, filters=filters,
-                      canonical=canonical, **details)
+                      canonical=canonical, token_filters=token_filters, **details)
 
 
 def _canonical(canonical) -> bool:
@@ -113,7 +118,7 @@ def _characters(characters: Characters) -> tuple[cs.CharSet, str] | None:
 
 
 def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characters: Characters = None,
-                  canonical: bool = False) -> Constraint:
+                  canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Compile a Python ``re`` pattern; the whole output must match it (full match).
 
     Raises :class:`InvalidSyntax` for malformed patterns, :class:`Unsupported` for
@@ -127,8 +132,15 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characte
     tokenizer itself would produce: a sequence is allowed while some continuation makes it
     exactly the tokenizer's encoding (``add_special_tokens=False``) of a text of the
     language, and EOS when it is that encoding already (:mod:`tokamata.canonical_core`).
-    Byte-level BPE vocabularies (GPT-2, Llama 3, Qwen 2) so far; anything else raises
-    :class:`Unsupported` naming what is missing.
+    Byte-level BPE (GPT-2, Llama 3, Qwen 2) and SentencePiece-style BPE with byte fallback
+    (Gemma 3, Llama 2, Mistral; the encoding of the text as a continuation: no ``▁`` added
+    before it); anything else (Unigram, no merges) raises :class:`Unsupported` naming it.
+
+    ``token_filters`` (every compile function has it) names token-level filters composed into
+    the matcher's filter state (:mod:`tokamata.vocab.token_filters`): ``"byte_fallback"``
+    (``<0xNN>`` tokens only for characters with no other spelling) and ``"isolated_space"``
+    (a lone space token never before a token it would have fused with). ``canonical=True``
+    implies both. An unknown name raises :class:`InvalidArgument`.
 
     >>> import tokamata
     >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", b"ab", None], eos_token_ids=[3])
@@ -144,12 +156,12 @@ def compile_regex(pattern: str, vocab, limits: Limits | None = None, *, characte
     with compile_deadline(limits):
         tree = parse_regex(_text(pattern, "pattern"), limits)
         grammar = regex_grammar(tree, pattern, vocab, limits)
-        return _constraint(grammar, vocab, limits, "regex", allowed, canonical=_canonical(canonical), source=pattern,
-                           recipe=_recipe("regex", pattern, limits=limits, characters=characters, canonical=canonical))
+        return _constraint(grammar, vocab, limits, "regex", allowed, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters), source=pattern,
+                           recipe=_recipe("regex", pattern, limits=limits, characters=characters, canonical=canonical, token_filters=token_filters))
 
 
 def compile_choice(choices, vocab, *, limits: Limits | None = None, characters: Characters = None,
-                   canonical: bool = False) -> Constraint:
+                   canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Exactly one of ``choices`` (a list of distinct strs): the alternation of their literal
     UTF-8 spellings, with exact masks. An empty list, a duplicate or a non-str item is an
     :class:`InvalidArgument` naming it; their total length counts against
@@ -189,18 +201,18 @@ def compile_choice(choices, vocab, *, limits: Limits | None = None, characters: 
                 raise InvalidArgument(f"choices[{index}] has a lone surrogate (no UTF-8 spelling)") from None
             options.append(d.concat_all(d.byte_set(1 << b) for b in data))
         return _constraint(lexeme_grammar("CHOICE", d.alternation(*options)), vocab, limits, "choice", allowed,
-                           canonical=_canonical(canonical),
-                           source=None, recipe=_recipe("choice", items, limits=limits, characters=characters, canonical=canonical))
+                           canonical=_canonical(canonical), token_filters=check_filter_names(token_filters),
+                           source=None, recipe=_recipe("choice", items, limits=limits, characters=characters, canonical=canonical, token_filters=token_filters))
 
 
 def compile_grammar_ir(grammar: Grammar, vocab, *, limits: Limits | None = None,
-                       description: str = "grammar", canonical: bool = False) -> Constraint:
+                       description: str = "grammar", canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Compile a grammar given as IR (what every front end produces)."""
     limits = _limits(limits)
     if not isinstance(grammar, Grammar):
         raise InvalidArgument(f"grammar must be a tokamata Grammar, got {type(grammar).__name__}")
     with compile_deadline(limits):
-        return _constraint(grammar, vocab, limits, description, canonical=_canonical(canonical))
+        return _constraint(grammar, vocab, limits, description, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters))
 
 
 def _limits(limits: Limits | None) -> Limits:
@@ -241,7 +253,7 @@ def _approximate(approximate) -> frozenset[str]:
 
 def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | None = None,
                     registry: Mapping[str, Any] | None = None, characters: Characters = None,
-                    canonical: bool = False) -> Constraint:
+                    canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Compile a Lark-style grammar (seed 001's dialect); the whole output must be a sentence
     of ``start``. Lexemes may end wherever their terminal matches, as with lark's Earley
     parser and ``lexer="dynamic_complete"``. ``registry`` serves the ``$ref``s of ``%json``
@@ -261,14 +273,15 @@ def compile_grammar(text: str, vocab, *, start: str = "start", limits: Limits | 
         report: list = []  # (the %json schemas' approximations)
         grammar = parse_lark(_text(text, "grammar"), vocab, limits, start=_start(start), registry=_registry(registry),
                              report=report)
-        return _constraint(grammar, vocab, limits, "lark grammar", allowed, canonical=_canonical(canonical), source=text,
+        return _constraint(grammar, vocab, limits, "lark grammar", allowed, canonical=_canonical(canonical),
+                           token_filters=check_filter_names(token_filters), source=text,
                            approximations=tuple(report),
                            recipe=_recipe("grammar", text, start=start, limits=limits, registry=registry,
-                                          characters=characters, canonical=canonical))
+                                          characters=characters, canonical=canonical, token_filters=token_filters))
 
 
 def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None = None,
-                 characters: Characters = None, canonical: bool = False) -> Constraint:
+                 characters: Characters = None, canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Compile a llama.cpp GBNF grammar; the whole output must be a sentence of ``start``."""
     from .syntax.gbnf import parse_gbnf
 
@@ -276,12 +289,12 @@ def compile_gbnf(text: str, vocab, *, start: str = "root", limits: Limits | None
     allowed = _characters(characters)
     with compile_deadline(limits):
         grammar = parse_gbnf(_text(text, "grammar"), vocab, limits, start=_start(start))
-        return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, canonical=_canonical(canonical), source=text,
-                           recipe=_recipe("gbnf", text, start=start, limits=limits, characters=characters, canonical=canonical))
+        return _constraint(grammar, vocab, limits, "GBNF grammar", allowed, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters), source=text,
+                           recipe=_recipe("gbnf", text, start=start, limits=limits, characters=characters, canonical=canonical, token_filters=token_filters))
 
 
 def compile_json(vocab, *, whitespace="compact", spelling: str = "natural", limits: Limits | None = None,
-                 characters: Characters = None, canonical: bool = False) -> Constraint:
+                 characters: Characters = None, canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Any JSON value (RFC 8259). ``whitespace``: ``"compact"`` (none, the default),
     ``"flexible"`` (up to 20 whitespace characters wherever JSON allows whitespace) or an int
     bound per place. ``spelling``: ``"natural"`` (the default: one spelling per value, as
@@ -303,10 +316,10 @@ def compile_json(vocab, *, whitespace="compact", spelling: str = "natural", limi
     spelling = check_spelling(spelling)
     with compile_deadline(limits):
         return _constraint(json_grammar(limits, bound, spelling), vocab, limits,
-                           f"JSON, whitespace={whitespace!r}, spelling={spelling!r}", allowed, canonical=_canonical(canonical),
+                           f"JSON, whitespace={whitespace!r}, spelling={spelling!r}", allowed, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters),
                            approximations=_spelling_report(spelling),
                            recipe=_recipe("json", None, whitespace=whitespace, spelling=spelling, limits=limits,
-                                          characters=characters, canonical=canonical))
+                                          characters=characters, canonical=canonical, token_filters=token_filters))
 
 
 def _spelling_report(spelling: str) -> tuple:
@@ -320,7 +333,7 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling:
                         property_order: str = "schema", indent: int = 2, max_whitespace: int = 20,
                         limits: Limits | None = None,
                         registry: Mapping[str, Any] | None = None, characters: Characters = None,
-                        canonical: bool = False) -> Constraint:
+                        canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Compile a JSON Schema (a dict, a bool, or its JSON text): the output must be a JSON text
     valid against it. Keywords that cannot be enforced exactly raise :class:`Unsupported` with
     their JSON pointer unless named in ``approximate`` (then ``constraint.report()`` lists
@@ -362,15 +375,15 @@ def compile_json_schema(schema, vocab, *, whitespace: str = "compact", spelling:
                          approximate=approximate,
                          ignore_unknown_formats=ignore_unknown_formats, property_order=property_order,
                          indent=indent, max_whitespace=max_whitespace, limits=limits, registry=registry,
-                         characters=characters, canonical=canonical)
-        return _constraint(grammar, vocab, limits, "JSON Schema", allowed, canonical=_canonical(canonical), approximations=tuple(report),
+                         characters=characters, canonical=canonical, token_filters=token_filters)
+        return _constraint(grammar, vocab, limits, "JSON Schema", allowed, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters), approximations=tuple(report),
                            recipe=recipe)
 
 
 
 def compile_structural_tag(spec, vocab, *, whitespace: str = "compact", spelling: str = "natural",
                            max_whitespace: int = 20, limits: Limits | None = None,
-                           characters: Characters = None, canonical: bool = False) -> Constraint:
+                           characters: Characters = None, canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Compile a structural tag (the JSON object vLLM, SGLang and XGrammar accept as
     ``{"type": "structural_tag", "format": {...}}``, the legacy ``{"structures": [...],
     "triggers": [...]}``, or a bare format; a dict or its JSON text): free text in which each
@@ -396,11 +409,11 @@ def compile_structural_tag(spec, vocab, *, whitespace: str = "compact", spelling
     with compile_deadline(limits):
         grammar, report = structural_tag_grammar(spec, vocab, limits, whitespace=whitespace,
                                                  spelling=check_spelling(spelling), max_whitespace=max_whitespace)
-        return _constraint(grammar, vocab, limits, "structural tag", allowed, canonical=_canonical(canonical),
+        return _constraint(grammar, vocab, limits, "structural tag", allowed, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters),
                            approximations=report, source=spec if isinstance(spec, str) else None,
                            recipe=_recipe("structural_tag", spec, whitespace=whitespace, spelling=spelling,
                                           max_whitespace=max_whitespace, limits=limits, characters=characters,
-                                          canonical=canonical))
+                                          canonical=canonical, token_filters=token_filters))
 
 
 # ------------------------------------------------------------------ recipes
@@ -509,7 +522,7 @@ def _syntax(syntax) -> str:
 def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "compact",
                  approximate=frozenset(), indent: int = 2, max_whitespace: int = 20,
                  limits: Limits | None = None, characters: Characters = None,
-                 canonical: bool = False) -> Constraint:
+                 canonical: bool = False, token_filters: TokenFilters = None) -> Constraint:
     """Compile a Python type (a dataclass, a pydantic model, a ``TypedDict``, a
     ``NamedTuple``, an enum, a ``Literal``, a union, a container of these, ...: see
     :mod:`tokamata.syntax.types`): the output must be a value of the type written in
@@ -559,7 +572,7 @@ def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "com
             if whitespace != "compact":
                 raise InvalidArgument(f'syntax="python" takes whitespace="compact" only, got {whitespace!r:.40}')
             grammar = python_grammar(node, limits, approximate)
-            return _constraint(grammar, vocab, limits, f"type {node.path} (Python)", allowed, canonical=_canonical(canonical),
+            return _constraint(grammar, vocab, limits, f"type {node.path} (Python)", allowed, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters),
                                source=node.path,
                                value_parser=lambda text: parse_python(text, node, limits))
         from .syntax.json_schema import schema_to_grammar
@@ -567,7 +580,7 @@ def compile_type(tp: Any, vocab, *, syntax: str = "json", whitespace: str = "com
         pydantic = _has_pydantic(node)
         grammar, report = schema_to_grammar(to_schema(node), limits, whitespace=whitespace, strict=pydantic,
                                             approximate=approximate, indent=indent, max_whitespace=max_whitespace)
-        return _constraint(grammar, vocab, limits, f"type {node.path} (JSON)", allowed, canonical=_canonical(canonical),
+        return _constraint(grammar, vocab, limits, f"type {node.path} (JSON)", allowed, canonical=_canonical(canonical), token_filters=check_filter_names(token_filters),
                            approximations=tuple(report),
                            source=node.path, value_parser=lambda text: parse_json(text, node, whitespace == "compact"))
 

@@ -126,6 +126,9 @@ class Matcher:
         if self.constraint.canonical is not None:
             raise Unsupported("token budgets with canonical=True", "the budget's completions are not checked "
                               "for canonical tokenization")
+        if self.constraint.token_filter is not None:
+            raise Unsupported("token budgets with token_filters", "the budget's completions are not checked "
+                              "against the token filters")
 
     def budget_needed(self) -> int:
         """The fewest tokens, EOS included, within which the output can be ended from here
