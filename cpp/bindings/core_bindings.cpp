@@ -556,7 +556,7 @@ NB_MODULE(_core, m) {
         RegexCore& core = g.lexer();
         check_words(out, core);
         check_state(core, state);
-        if (parser < 0 || parser >= g.parser().num_sets()) throw nb::value_error("parser state out of range");
+        if (parser < 0 || parser >= g.parser().num_handles()) throw nb::value_error("parser state out of range");
         uint32_t* bits = out.data();
         nb::gil_scoped_release release;
         return g.plain_walk({Config{parser, state}}, bits);

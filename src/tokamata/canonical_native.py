@@ -49,7 +49,7 @@ def _classes() -> np.ndarray:
     """Code point ranges ``(start, end, bits)``: 1 ``\\p{L}``, 2 ``\\p{N}``, 4 ``\\s`` (disjoint),
     as flat int32, sorted by start."""
     every = "".join(map(chr, range(0x110000)))
-    rows = []
+    rows: list[tuple[int, int, int]] = []
     for pattern, bit in ((r"\p{L}+", 1), (r"\p{N}+", 2), (r"\s+", 4)):
         rows.extend((m.start(), m.end(), bit) for m in compiled(pattern).finditer(every))
     rows.sort()
@@ -74,9 +74,9 @@ def native_tokenizer(vocab: Vocabulary, family: str) -> Any:
     token_bytes, token_offsets = _flat([b or b"" for b in names])
     has = np.asarray([b is not None for b in names], dtype=np.uint8)
     pieces = [(model.piece_bytes(p), i) for p, i in tables.pieces.items()]
-    pieces = [(b, i) for b, i in pieces if b is not None]
-    piece_bytes, piece_offsets = _flat([b for b, _ in pieces])
-    piece_ids = np.asarray([i for _, i in pieces], dtype=np.int32)
+    known: list[tuple[bytes, int]] = [(b, i) for b, i in pieces if b is not None]
+    piece_bytes, piece_offsets = _flat([b for b, _ in known])
+    piece_ids = np.asarray([i for _, i in known], dtype=np.int32)
     merges = sorted((rank, a, b, c) for (a, b), (rank, c) in tables.merges.items())
     merge_rows = np.asarray([(a, b, c) for _, a, b, c in merges], dtype=np.int32).reshape(-1)
     byte_symbols = np.asarray([tables.pieces.get(byte_level_spell(bytes([b])), -1) for b in range(256)],

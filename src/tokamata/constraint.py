@@ -36,7 +36,7 @@ import numpy as np
 
 from . import _core
 from .canonical_core import CanonicalCore
-from .canonical_native import canonical_filter
+from .canonical_native import NativeCanonicalFilter, canonical_filter
 from .errors import InvalidArgument, Unsupported
 from .grammar.earley import EarleyParser
 from .grammar.ir import Grammar, single_lexeme
@@ -48,6 +48,7 @@ from .vocab.token_filters import token_filter
 
 if TYPE_CHECKING:
     from .matcher import Matcher
+    from .vocab.canonical_filter import CanonicalFilter
 
 __all__ = ["Constraint", "MASK_CACHE_SIZE", "Recipe", "register_builder"]
 
@@ -124,9 +125,10 @@ class Constraint:
         #: the token filter (``canonical=True`` or ``token_filters=``), else None: matchers keep
         #: its state next to their engine position (:mod:`tokamata.canonical_core`,
         #: :mod:`tokamata.vocab.token_filters`)
-        self.token_filter = token_filter(vocab, limits, canonical, tuple(token_filters))
+        self.token_filter: CanonicalFilter | NativeCanonicalFilter | None = token_filter(
+            vocab, limits, canonical, tuple(token_filters))
         #: the canonical filter (``canonical=True``), else None
-        self.canonical = self.token_filter if canonical else None
+        self.canonical: CanonicalFilter | NativeCanonicalFilter | None = self.token_filter if canonical else None
         self.grammar = grammar
         #: how a front door made this constraint (None for grammar IR): what pickling sends
         self.recipe = recipe
@@ -187,7 +189,8 @@ class Constraint:
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
                                           offsets, tokens, limits.max_lexer_configurations, MASK_CACHE_SIZE)
         if self.canonical is not None:  # (native where the tokenizer allows: tokamata.canonical_native)
-            self.canonical = canonical_filter(self.canonical, self._core)
+            assert not isinstance(self.canonical, NativeCanonicalFilter)
+            self.canonical = self.token_filter = canonical_filter(self.canonical, self._core)
 
     # ----------------------------------------------------------- pickling and copies
 

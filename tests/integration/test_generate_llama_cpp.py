@@ -25,6 +25,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 llama_cpp = pytest.importorskip("llama_cpp", reason="needs llama-cpp-python: pip install llama-cpp-python")
 
 import tokamata  # noqa: E402
+from tokamata.bitmask import unpack_bitmask  # noqa: E402
 from tokamata.errors import InvalidArgument  # noqa: E402
 from tokamata.generate import Pipeline  # noqa: E402
 
@@ -84,9 +85,14 @@ def test_log_probs_equal_the_oracle(pipe, llm):
         n = len(out.prompt_ids)
         matcher = c.matcher()
         unc, con = [], []
+        buf = tokamata.allocate_bitmask(1, c.vocab_size)
         for j, t in enumerate(out.token_ids):
             row = logits[n - 1 + j]
-            allowed = matcher.allowed_tokens()
+            if out.budget is None:
+                allowed = matcher.allowed_tokens()
+            else:  # (the budget's rows: budget - j tokens left, EOS included)
+                matcher.fill_bitmask(buf, 0, max_tokens=out.budget - j)
+                allowed = np.flatnonzero(unpack_bitmask(buf[0], c.vocab_size))
             top = row[allowed].max()
             unc.append(logp[n - 1 + j, t])
             con.append(row[t] - (top + np.log(np.exp(row[allowed] - top).sum())))

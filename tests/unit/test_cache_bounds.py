@@ -101,6 +101,18 @@ def test_sized_caches_report_bytes_and_clear_caches_drops_them(bounds):
     assert after["native expression arena (kept while small)"] == 0
 
 
+def distinct_regex(i: int) -> str:
+    """A regex no other ``i`` gives (a regular constraint: its lexer rows are always computed
+    and published; a grammar's first mask of a lexer state is one plain walk without rows)."""
+    a, b = WORDS[i % len(WORDS)], WORDS[(i // len(WORDS)) % len(WORDS)]
+    return f"{a}-{i}: {b}[0-9]{{{1 + i % 5}}}-[a-f]+"
+
+
+def regex_instance(i: int) -> str:
+    a, b = WORDS[i % len(WORDS)], WORDS[(i // len(WORDS)) % len(WORDS)]
+    return f"{a}-{i}: {b}{'7' * (1 + i % 5)}-beef"
+
+
 def test_shared_rows_hold_at_most_their_byte_bound(bounds):
     tok = llama3()
     vocab = tok.vocab
@@ -109,7 +121,7 @@ def test_shared_rows_hold_at_most_their_byte_bound(bounds):
     tokamata.clear_caches(vocab)  # the row cache is remade with the new bound
     buf = tokamata.allocate_bitmask(1, vocab.size)
     for i in range(12):
-        walk(tokamata.compile_json_schema(distinct_schema(i), vocab), tok.encode(instance(i)), buf)
+        walk(tokamata.compile_regex(distinct_regex(i), vocab), tok.encode(regex_instance(i)), buf)
     assert 0 < shared_rows(vocab).size <= 8
 
 
@@ -124,13 +136,13 @@ def test_a_full_row_cache_makes_room_from_dropped_constraints(bounds):
     tokamata.clear_caches(vocab)
     buf = tokamata.allocate_bitmask(1, vocab.size)
     for i in range(6):  # each compiled, walked, dropped
-        walk(tokamata.compile_json_schema(distinct_schema(i), vocab), tok.encode(instance(i)), buf)
+        walk(tokamata.compile_regex(distinct_regex(i), vocab), tok.encode(regex_instance(i)), buf)
     assert shared_rows(vocab).size == 4 and shared_rows(vocab).evictions > 0
-    late = [walk(tokamata.compile_json_schema(distinct_schema(i), vocab), tok.encode(instance(i)), buf)
+    late = [walk(tokamata.compile_regex(distinct_regex(i), vocab), tok.encode(regex_instance(i)), buf)
             for i in (17, 29)]
     tokamata.set_cache_bounds(shared_rows_bytes=16 * 2 ** 20)
     tokamata.clear_caches()
-    assert late == [walk(tokamata.compile_json_schema(distinct_schema(i), vocab), tok.encode(instance(i)), buf)
+    assert late == [walk(tokamata.compile_regex(distinct_regex(i), vocab), tok.encode(regex_instance(i)), buf)
                     for i in (17, 29)]
 
 

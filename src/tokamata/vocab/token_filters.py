@@ -153,7 +153,8 @@ class LocalFilter(CanonicalFilter):
         self._first_chars: dict[Any, tuple[bytes, ...]] = {}
         self._reach: dict[int, bool] = {}
         self._fused: dict[int, bool] = {}
-        self._order: dict[Any, list[int]] = {}
+        self._order: dict[Any, list[int]] = {}  # (position-keyed, as _viable, _allowed, _first_chars)
+        self._epoch = 0  # the engine's sweep count the position-keyed caches belong to
         self._added_texts = [t for t, _ in self.model.added_tokens if t]
         self._added_ids = frozenset(i for _, i in self.model.added_tokens)
         self._added_chars = frozenset(t[0] for t in self._added_texts)
@@ -358,6 +359,12 @@ class LocalFilter(CanonicalFilter):
     def closes(self, state: State, char: bytes) -> bool:
         """(No single character settles a local state: liveness is the search's.)"""
         return False
+
+    def _position(self, core: Any) -> Any:
+        """The base filter's, also dropping the candidate orders of an earlier sweep epoch."""
+        if core.num_sweeps != self._epoch:
+            self._order.clear()
+        return super()._position(core)
 
     def _candidates(self, core: Any, position: Any) -> list[int]:
         """The search tries one-character tokens first: they pass the pair rules most often and
