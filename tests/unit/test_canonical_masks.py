@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-import random
 import re
 import re._parser as sre  # type: ignore[import-not-found]
 
 import pytest
 
 import real_tokenizers as real
+from canonical_checks import check_encodings_accepted, check_walks_are_encodings
 import tokamata
 from tokamata import InvalidArgument, Unsupported
 
@@ -183,8 +183,6 @@ def test_bad_arguments():
 
 # ------------------------------------------------------------------ infinite languages
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 INFINITE = [  # (kind, spec, a regex of its texts for hypothesis)
     ("regex", r"[a-z ]{0,12}\.", r"[a-z ]{0,12}\."),
@@ -214,18 +212,7 @@ def test_encodings_are_accepted(name, case):
     """Completeness: the tokenizer's encoding of any text of the language walks to EOS."""
     tokenizer = TOKENIZERS[name]()
     kind, spec, texts = INFINITE[case]
-    constraint = _compile(kind, spec, tokenizer.vocab)
-    eos = tokenizer.vocab.eos_token_ids[0]
-
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.from_regex(texts, fullmatch=True))
-    def run(text):
-        ids = tokenizer.encode(text)
-        m = constraint.matcher()
-        assert m.consume_many(ids) == len(ids), (text, ids)
-        assert m.is_accepting() and m.consume(eos), text
-
-    run()
+    check_encodings_accepted(_compile(kind, spec, tokenizer.vocab), tokenizer, texts, examples=25)
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
@@ -233,28 +220,8 @@ def test_encodings_are_accepted(name, case):
 def test_random_walks_are_their_own_encoding(name, case):
     """Soundness: a walk through the masks ends (EOS) in the encoding of its own text."""
     tokenizer = TOKENIZERS[name]()
-    vocab = tokenizer.vocab
     kind, spec, _ = INFINITE[case]
-    constraint = _compile(kind, spec, vocab)
-    eos = set(vocab.eos_token_ids)
-    rng = random.Random(case)
-    for _ in range(6):
-        m = constraint.matcher()
-        walk: list[int] = []
-        while True:
-            allowed = m.allowed_tokens().tolist()
-            assert allowed, walk  # (never a dead end)
-            # lean to long tokens, and to EOS once it is allowed, to keep walks short
-            t = next((e for e in allowed if e in eos), None) if rng.random() < 0.3 else None
-            if t is None:
-                k = 4 if rng.random() < 0.5 else 1
-                t = max(rng.sample(allowed, min(k, len(allowed))), key=lambda i: len(vocab.token_bytes[i] or b""))
-            assert m.consume(t)
-            if t in eos:
-                break
-            walk.append(t)
-        text = vocab.decode(walk).decode("utf-8")
-        assert tokenizer.encode(text) == walk, text
+    check_walks_are_encodings(_compile(kind, spec, tokenizer.vocab), tokenizer, seed=case, walks=6)
 
 
 def test_every_front_door_takes_canonical_and_pickles():

@@ -20,6 +20,7 @@ import random
 import pytest
 
 import real_tokenizers as real
+from canonical_checks import check_encodings_accepted, check_walks_are_encodings
 import tokamata
 from test_canonical_masks import FINITE, INFINITE, _compile, check_finite
 from tokamata import Unsupported
@@ -87,24 +88,10 @@ def test_non_canonical_masks_differ_on_gemma():
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
 @pytest.mark.parametrize("case", [1, 2, 3, 4, 5])
 def test_encodings_are_accepted(name, case):
-    """Completeness: the encoding of any text of the language walks to EOS."""
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-
+    """Completeness: the tokenizer's encoding of any text of the language walks to EOS."""
     tokenizer = TOKENIZERS[name]()
     kind, spec, texts = INFINITE[case]
-    constraint = _compile(kind, spec, tokenizer.vocab)
-    eos = tokenizer.vocab.eos_token_ids[0]
-
-    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.from_regex(texts, fullmatch=True))
-    def run(text):
-        ids = tokenizer.encode(text)
-        m = constraint.matcher()
-        assert m.consume_many(ids) == len(ids), (text, ids)
-        assert m.is_accepting() and m.consume(eos), text
-
-    run()
+    check_encodings_accepted(_compile(kind, spec, tokenizer.vocab), tokenizer, texts, examples=20)
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
@@ -112,27 +99,8 @@ def test_encodings_are_accepted(name, case):
 def test_random_walks_are_their_own_encoding(name, case):
     """Soundness: a walk through the masks ends (EOS) in the encoding of its own text."""
     tokenizer = TOKENIZERS[name]()
-    vocab = tokenizer.vocab
     kind, spec, _ = INFINITE[case]
-    constraint = _compile(kind, spec, vocab)
-    eos = set(vocab.eos_token_ids)
-    rng = random.Random(case)
-    for _ in range(4):
-        m = constraint.matcher()
-        walk: list[int] = []
-        while True:
-            allowed = m.allowed_tokens().tolist()
-            assert allowed, walk  # (never a dead end)
-            t = next((e for e in allowed if e in eos), None) if rng.random() < 0.3 else None
-            if t is None:
-                k = 4 if rng.random() < 0.5 else 1
-                t = max(rng.sample(allowed, min(k, len(allowed))), key=lambda i: len(vocab.token_bytes[i] or b""))
-            assert m.consume(t)
-            if t in eos:
-                break
-            walk.append(t)
-        text = vocab.decode(walk).decode("utf-8")
-        assert tokenizer.encode(text) == walk, text
+    check_walks_are_encodings(_compile(kind, spec, tokenizer.vocab), tokenizer, seed=case, walks=4)
 
 
 def test_byte_fallback_runs_only_for_characters_that_are_no_piece():
