@@ -33,6 +33,7 @@ from tokamata.errors import InvalidArgument, LimitExceeded, Unsupported  # noqa:
 from tokamata.generate import Pipeline  # noqa: E402
 
 import real_tokenizers  # noqa: E402
+from token_sequences import tokenizations  # noqa: E402
 
 PROMPT = "Question: is the sky blue? Answer:"
 ATOL = 2e-4  # float32 logits of two computation orders (KV cache and batch vs one pass)
@@ -133,21 +134,6 @@ def check_against_oracle(model, result, constraint=None):
     np.testing.assert_allclose(lp.constrained.per_token[0], con, atol=ATOL, rtol=0)
     assert lp.unconstrained.cumulative[0] == pytest.approx(sum(unc), abs=ATOL * len(unc))
     assert lp.constrained.cumulative[0] == pytest.approx(sum(con), abs=ATOL * len(con))
-
-
-def tokenizations(vocab, text: bytes):
-    """Every sequence of text tokens whose bytes concatenate to ``text`` (a dynamic program)."""
-    by_bytes: dict[bytes, list[int]] = {}
-    for i, b in enumerate(vocab.token_bytes):
-        if b:
-            by_bytes.setdefault(b, []).append(i)
-    ways: list[list[list[int]]] = [[] for _ in range(len(text) + 1)]
-    ways[0] = [[]]
-    for end in range(1, len(text) + 1):
-        for start in range(end):
-            for t in by_bytes.get(text[start:end], []):
-                ways[end].extend(w + [t] for w in ways[start])
-    return ways[len(text)]
 
 
 def brute_force_log_mass(model, prompt_ids, vocab, sentences):

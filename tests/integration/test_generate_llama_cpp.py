@@ -28,6 +28,7 @@ import tokamata  # noqa: E402
 from tokamata.bitmask import unpack_bitmask  # noqa: E402
 from tokamata.errors import InvalidArgument  # noqa: E402
 from tokamata.generate import Pipeline  # noqa: E402
+from token_sequences import tokenizations  # noqa: E402
 
 _TOOLS = str(Path(__file__).resolve().parents[2] / "tools")
 if _TOOLS not in sys.path:
@@ -100,20 +101,6 @@ def test_log_probs_equal_the_oracle(pipe, llm):
         np.testing.assert_allclose(out.log_probs.unconstrained.per_token[0], unc, atol=ATOL, rtol=0)
         np.testing.assert_allclose(out.log_probs.constrained.per_token[0], con, atol=ATOL, rtol=0)
         assert out.model_calls <= len(out.token_ids) - out.forced_steps + 1
-
-
-def tokenizations(vocab, text: bytes):
-    by_bytes: dict[bytes, list[int]] = {}
-    for i, b in enumerate(vocab.token_bytes):
-        if b and len(b) <= len(text) and text.find(b) >= 0:
-            by_bytes.setdefault(b, []).append(i)
-    ways: list[list[list[int]]] = [[] for _ in range(len(text) + 1)]
-    ways[0] = [[]]
-    for end in range(1, len(text) + 1):
-        for start in range(end):
-            for t in by_bytes.get(text[start:end], []):
-                ways[end].extend(w + [t] for w in ways[start])
-    return ways[len(text)]
 
 
 @pytest.mark.slow  # about 10 s on 2 busy cores: 3 x 10 sequences evaluated on llama.cpp
