@@ -292,6 +292,8 @@ def main(argv=None) -> int:
     parser.add_argument("--matchers", type=int, default=64)
     parser.add_argument("--thread-repeats", type=int, default=11)
     parser.add_argument("--quick", action="store_true", help="2 regexes, few walks and matchers: a smoke test")
+    parser.add_argument("--threads-only", action="store_true",
+                        help="only the fill_bitmasks thread workload, printed (no report written)")
     parser.add_argument("--write", metavar="PATH")
     args = parser.parse_args(argv)
     if args.quick:
@@ -302,6 +304,10 @@ def main(argv=None) -> int:
     path = llama3_tokenizer_path()
     tok = TokenizerData.load(path)
     vocab = tokamata.Vocabulary.from_tokenizer_json(path, eos_token_ids=[tok.eos_id])
+    if args.threads_only:
+        print("fill_bitmasks threads:", flush=True)
+        bench_threads(vocab, path, args.matchers, args.thread_repeats)
+        return 0
     print("consume and fill, three front ends:", flush=True)
     rows = bench_paths(vocab, path, args.repeats)
     print("fill_bitmasks threads:", flush=True)
