@@ -38,13 +38,19 @@ Invariants:
   uses that row only if the matcher has not moved since (a version counter), and always waits
   for the worker before touching the matcher, so the matcher is never used by two threads.
   :func:`generate` prefetches after every token, so the mask costs no decoding time where the
-  machine has a core to spare.
+  machine has a core to spare. The worker threads are process-wide (:func:`mask_workers`),
+  started once: starting a thread per generation cost more than the masks of a short one.
+- The ids seen so far (prompt, then the consumed tokens) are kept in one array; a call whose
+  ids extend them is recognized with one vectorized comparison and consumes only the new
+  tokens, so a step costs the same whatever the prompt's length.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Sequence
 
@@ -58,6 +64,20 @@ from tokamata.integrations.resolve import resolve_constraint
 
 if TYPE_CHECKING:  # pragma: no cover
     import llama_cpp
+
+_WORKERS: ThreadPoolExecutor | None = None
+_WORKERS_LOCK = threading.Lock()
+
+
+def mask_workers() -> ThreadPoolExecutor:
+    """The process-wide threads that fill prefetched masks (started on first use, one per
+    core up to 4: processors running in several threads at once each get one)."""
+    global _WORKERS
+    if _WORKERS is None:
+        with _WORKERS_LOCK:
+            if _WORKERS is None:
+                _WORKERS = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="tokamata-mask")
+    return _WORKERS
 
 __all__ = ["LlamaLogitsProcessor", "GenerationResult", "generate", "vocabulary"]
 
@@ -132,7 +152,8 @@ class LlamaLogitsProcessor:
         self._version = 0  # bumped whenever the matcher moves
         self._filled = -1  # the version self._bitmask was filled at
         self._pending: Future | None = None
-        self._worker: ThreadPoolExecutor | None = None
+        self._seen = np.zeros(64, dtype=np.int64)  # prompt + consumed tokens, the first _num_seen
+        self._num_seen = 0
         #: seconds llama.cpp's sampling waited in :meth:`__call__` (the mask's share of the
         #: decoding loop's critical path; a prefetched mask is only waited for, not computed)
         self.call_seconds = 0.0
@@ -143,10 +164,7 @@ class LlamaLogitsProcessor:
         self._join()
         if self.done or self._filled == self._version:
             return
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="tokamata-mask")
-        version = self._version
-        self._pending = self._worker.submit(self._fill_at, version)
+        self._pending = mask_workers().submit(self._fill_at, self._version)
 
     def _fill_at(self, version: int) -> None:
         if self.max_new_tokens is None:
@@ -168,11 +186,8 @@ class LlamaLogitsProcessor:
             pending.result()  # re-raises a LimitExceeded from the fill here, in the caller's thread
 
     def close(self) -> None:
-        """Stop the worker thread (a processor that never prefetched has none)."""
+        """Wait for a prefetch in flight (the worker threads are shared: they stay)."""
         self._join()
-        if self._worker is not None:
-            self._worker.shutdown()
-            self._worker = None
 
     def reset(self) -> None:
         """Forget the prompt and everything consumed."""
@@ -183,11 +198,73 @@ class LlamaLogitsProcessor:
         self.matcher = self.constraint.matcher()
         self.tokens = []
         self.done = False
+        self._num_seen = 0
+
+    def advance(self, token: int) -> None:
+        """Consume one generated token after the ids seen so far (what :meth:`sync` with them
+        plus ``token`` does, without comparing the ids)."""
+        self._join()
+        if self._prompt is None:
+            raise InvalidArgument("advance() before the prompt is known: call sync() first")
+        self._consume_new([int(token)])
+
+    def _consume_new(self, generated: list[int]) -> None:
+        """Consume tokens generated after ``self.tokens`` (the matcher moves)."""
+        if not generated or self.done:
+            return
+        self._version += 1
+        try:
+            for token in generated:
+                self._consume_one(token)
+                if self.done:
+                    break
+        finally:  # (what was consumed before a refused token stays consumed)
+            self._remember_tokens()
+
+    def _consume_one(self, token: int) -> None:
+        done = self.tokens
+        if not self.matcher.consume(token):
+            shown = self.vocab.token_bytes[token] if 0 <= token < self.vocab_size else None
+            so_far = b"".join(self.vocab.token_bytes[t] or b"" for t in done)
+            raise InvalidArgument(
+                f"generated token {token} ({shown!r}) after {so_far[-60:]!r} is not allowed by "
+                f"the constraint; the masked logits cannot produce it, so the model's "
+                f"vocabulary differs from the constraint's, or a logits processor after this "
+                f"one re-enabled tokens, or prompt_length={self.prompt_length} is wrong"
+            )
+        done.append(token)
+        if token in self._eos:
+            self.done = True
+
+    def _remember_tokens(self) -> None:
+        """Bring the array of ids seen up to the prompt + ``self.tokens``; tokens are only
+        appended between calls (:meth:`_sync_slow` clears it when it rolls back)."""
+        first = len(self._prompt)
+        n = first + len(self.tokens)
+        if n > len(self._seen):
+            grown = np.zeros(max(n, 2 * len(self._seen)), dtype=np.int64)
+            grown[:self._num_seen] = self._seen[:self._num_seen]
+            self._seen = grown
+        if self._num_seen < first:
+            self._seen[:first] = self._prompt
+            self._num_seen = first
+        self._seen[self._num_seen:n] = self.tokens[self._num_seen - first:]
+        self._num_seen = n
 
     def sync(self, input_ids: Sequence[int] | np.ndarray) -> None:
         """Make the matcher's state match ``input_ids`` (prompt + generated tokens)."""
         self._join()
         ids = np.asarray(input_ids)
+        known = self._num_seen
+        if self._prompt is not None and known and len(ids) >= known and not self.done \
+                and np.array_equal(ids[:known], self._seen[:known]):
+            if len(ids) > known:  # (the usual step: the ids seen so far, then new tokens)
+                self._consume_new(ids[known:].tolist())
+            return
+        self._sync_slow(ids)
+
+    def _sync_slow(self, ids: np.ndarray) -> None:
+        self._num_seen = 0
         if self._prompt is not None:
             n = len(self._prompt)
             if len(ids) < n or not np.array_equal(ids[:n], self._prompt):
@@ -217,23 +294,14 @@ class LlamaLogitsProcessor:
             self.matcher.rollback(len(done) - common)
             del done[common:]
             self.done = bool(done) and done[-1] in self._eos
-        if self.done:
-            return
-        for pos in range(common, len(generated)):
-            token = generated[pos]
-            if not self.matcher.consume(token):
-                shown = self.vocab.token_bytes[token] if 0 <= token < self.vocab_size else None
-                so_far = b"".join(self.vocab.token_bytes[t] or b"" for t in done)
-                raise InvalidArgument(
-                    f"generated token {token} ({shown!r}) after {so_far[-60:]!r} is not allowed by "
-                    f"the constraint; the masked logits cannot produce it, so the model's "
-                    f"vocabulary differs from the constraint's, or a logits processor after this "
-                    f"one re-enabled tokens, or prompt_length={self.prompt_length} is wrong"
-                )
-            done.append(token)
-            if token in self._eos:
-                self.done = True
-                return
+        try:
+            if not self.done:
+                for token in generated[common:]:
+                    self._consume_one(token)
+                    if self.done:
+                        break
+        finally:
+            self._remember_tokens()
 
     def allowed_mask(self) -> np.ndarray:
         """A bool array over the vocabulary: which tokens may come next (after :meth:`sync`)."""
@@ -396,7 +464,7 @@ def generate(
             out.append(token)
             if processor is not None:
                 t0 = time.perf_counter()
-                processor.sync(prompt_ids + out)
+                processor.advance(token)
                 only_eos = processor.only_eos()
                 loop_seconds += time.perf_counter() - t0
                 if only_eos:
