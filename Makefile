@@ -15,7 +15,7 @@ SGLANG_VERSION := 0.5.23
 # the build compiles the Python modules listed in CMakeLists.txt too (Cython): editing one rebuilds
 CPP_SRC := $(shell find cpp -type f) $(shell find src/tokamata -name '*.py' -o -name '*.pxd') CMakeLists.txt pyproject.toml
 
-.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-long-life bench-json-schema bench-json-schema-full bench-engine bench-drafts bench-memory bench-all plots experiments experiments-quick install clean
+.PHONY: serving-env test-serving bench-serving demo test test-all test-wheel docs fuzz test-asan bench bench-grammar bench-long-life bench-json-schema bench-json-schema-full bench-engine bench-drafts bench-memory bench-end-to-end bench-all plots experiments experiments-quick install clean
 
 demo: $(BUILT) $(VOCABS)
 	model="$$($(PY) tools/demo_model.py)" && $(PY) -m tokamata demo --model "$$model"
@@ -122,10 +122,14 @@ bench-speculative: $(BUILT) $(VOCABS)
 bench-memory: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/bench_memory.py --write benchmarks/RESULTS_memory.md
 
+# make demo's cases constrained and unconstrained with Gemma 3 270M: tokamata's share of decoding
+bench-end-to-end: $(BUILT) $(VOCABS)
+	$(PY) benchmarks/bench_end_to_end.py --write benchmarks/RESULTS_end_to_end.md
+
 # Every report and its plots (benchmarks/plots/, from the raw timings in benchmarks/raw/), then
 # the plots the documentation shows (docs/images/performance/): hours on 2 cores, mostly the
 # MaskBench sample and the 10,000-schema memory run. `make plots` redraws from the raw files alone.
-bench-all: bench bench-grammar bench-json-schema bench-engine bench-memory bench-drafts bench-serving
+bench-all: bench bench-grammar bench-json-schema bench-engine bench-memory bench-end-to-end bench-drafts bench-serving
 	$(MAKE) plots
 
 plots: $(DEPS)
