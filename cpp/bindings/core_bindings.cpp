@@ -582,6 +582,7 @@ NB_MODULE(_core, m) {
            "special_tokens"_a, "max_configurations"_a, "mask_cache_size"_a)
       .def_prop_ro("strategy", [](const ConstraintCore& c) { return static_cast<int32_t>(c.strategy()); })
       .def_prop_ro("num_cached_masks", &ConstraintCore::num_cached_masks)
+      .def_prop_ro("num_distinct_masks", &ConstraintCore::num_distinct_masks)
       .def("sweep", &ConstraintCore::sweep, Release())
       .def("set_sweep_threshold", &ConstraintCore::set_sweep_threshold, "live_states"_a)
       .def_prop_ro("num_sweeps", &ConstraintCore::num_sweeps)

@@ -101,25 +101,42 @@ size_t ConstraintCore::num_cached_masks() const {
   return masks_.size() + positions_.size();
 }
 
-void ConstraintCore::remember(const Configuration& c, MaskPtr mask) {
+size_t ConstraintCore::num_distinct_masks() const {
   std::lock_guard<std::mutex> guard(cache_mu_);
-  if (!masks_.emplace(c, std::move(mask)).second) return;
+  std::unordered_set<const TokenRow*> distinct;
+  for (const auto& entry : masks_) distinct.insert(entry.second.get());
+  for (const auto& entry : positions_) distinct.insert(entry.second.get());
+  return distinct.size();
+}
+
+MaskPtr ConstraintCore::remember(const Configuration& c, MaskPtr mask) {
+  const uint64_t hash = DistinctRows::content_hash(*mask);  // (outside the lock: a dense row is 16 KB)
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  auto found = masks_.find(c);
+  if (found != masks_.end()) return found->second;  // another thread cached it first
+  mask = distinct_masks_.intern(std::move(mask), hash);
+  masks_.emplace(c, mask);
   mask_order_.push_back(c);
   if (mask_order_.size() > mask_cache_size_) {
     masks_.erase(mask_order_.front());
     mask_order_.pop_front();
   }
+  return mask;
 }
 
-void ConstraintCore::remember(std::vector<Configuration> position, MaskPtr mask) {
+MaskPtr ConstraintCore::remember(std::vector<Configuration> position, MaskPtr mask) {
+  const uint64_t hash = DistinctRows::content_hash(*mask);
   std::lock_guard<std::mutex> guard(cache_mu_);
-  auto [it, added] = positions_.emplace(std::move(position), std::move(mask));
-  if (!added) return;
+  auto found = positions_.find(position);
+  if (found != positions_.end()) return found->second;
+  mask = distinct_masks_.intern(std::move(mask), hash);
+  auto it = positions_.emplace(std::move(position), mask).first;
   position_order_.push_back(it->first);
   if (position_order_.size() > mask_cache_size_) {
     positions_.erase(position_order_.front());
     position_order_.pop_front();
   }
+  return mask;
 }
 
 // ------------------------------------------------------------------------------ masks
@@ -195,9 +212,7 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
   }
   mask->accepting = configuration_accepting(c);
   mask->index_words();
-  MaskPtr done = std::move(mask);
-  remember(c, done);
-  return done;
+  return remember(c, std::move(mask));
 }
 
 MaskPtr ConstraintCore::regular_mask(const Configuration& c) {
@@ -230,9 +245,7 @@ MaskPtr ConstraintCore::mask(const Configuration* position, size_t size) {
     mask->accepting = mask->accepting || part->accepting;
   }
   mask->index_words();
-  MaskPtr done = std::move(mask);
-  remember(std::move(key), done);
-  return done;
+  return remember(std::move(key), std::move(mask));
 }
 
 MaskPtr ConstraintCore::cached_mask(const Configuration* position, size_t size) const {

@@ -93,6 +93,38 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
   row.num_allowed += allowed;
 }
 
+uint64_t DistinctRows::content_hash(const TokenRow& row) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(row.accepting) ^ (row.bits.size() << 1);
+  auto mix = [&h](uint64_t w, uint64_t i) {
+    h ^= (w | (i << 32)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 29)) * 0x94D049BB133111EBull;
+  };
+  if (row.sparse) {
+    for (uint32_t w : row.nonzero_words) mix(row.bits[w], w);
+  } else {
+    for (size_t w = 0; w < row.bits.size(); ++w) {
+      if (row.bits[w]) mix(row.bits[w], w);
+    }
+  }
+  return h;
+}
+
+std::shared_ptr<const TokenRow> DistinctRows::intern(std::shared_ptr<const TokenRow> row, uint64_t hash) {
+  auto [first, last] = rows_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    std::shared_ptr<const TokenRow> seen = it->second.lock();
+    if (seen && seen->accepting == row->accepting && seen->num_allowed == row->num_allowed && seen->bits == row->bits) {
+      return seen;
+    }
+  }
+  if (rows_.size() >= purge_at_) {
+    for (auto it = rows_.begin(); it != rows_.end();) it = it->second.expired() ? rows_.erase(it) : std::next(it);
+    purge_at_ = 2 * rows_.size() + 64;
+  }
+  rows_.emplace(hash, row);
+  return row;
+}
+
 RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
                      std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids,
                      std::shared_ptr<const TokenSlices> slices, std::function<int32_t(int32_t)> text_depth)
@@ -136,12 +168,15 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
     fresh->accepting = dfa_->accepting(state);
     fresh->index_words();
     row = fresh;
-    if (shared_) shared_->insert(key, row);
   }
-  const TokenRow* published = row.get();
-  std::lock_guard<std::mutex> guard(cache_mu_);
-  rows_.emplace(state, std::move(row));
-  return published;
+  const uint64_t hash = DistinctRows::content_hash(*row);
+  {
+    std::lock_guard<std::mutex> guard(cache_mu_);
+    row = distinct_.intern(std::move(row), hash);
+    rows_.emplace(state, row);
+  }
+  if (shared_) shared_->insert(key, row);  // (a no-op when it came from there)
+  return row.get();
 }
 
 std::shared_ptr<const TokenRow> RegexCore::shared_row(int32_t state) {

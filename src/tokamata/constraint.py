@@ -210,8 +210,8 @@ class Constraint:
 
     def memory_bytes(self) -> int:
         """An estimate of the memory this constraint holds now (it grows while decoding, as
-        states and masks are built lazily): every cached mask and token row at
-        ``ceil(V/32) * 4`` bytes, 1 KiB per lexer state (its transition table), 512 bytes per
+        states and masks are built lazily): every distinct cached mask (positions with equal
+        masks share one) and token row at ``ceil(V/32) * 4`` bytes, 1 KiB per lexer state (its transition table), 512 bytes per
         Earley set, and 64 bytes per grammar symbol. Rows shared with other constraints of the
         vocabulary count in full here (an over-estimate); the vocabulary's own trie and slices
         are not counted (one per vocabulary, not per constraint).
@@ -227,7 +227,7 @@ class Constraint:
         if symbols is None:
             symbols = sum(len(rule.rhs) + 1 for rule in self.grammar.rules) + len(self.grammar.terminals)
             self.__dict__["_symbols"] = symbols
-        return ((core.num_cached_masks + core.num_cached_rows) * row + core.num_lexer_states * 1024
+        return ((core.num_distinct_masks + core.num_cached_rows) * row + core.num_lexer_states * 1024
                 + self.num_parser_states * 512 + symbols * 64)
 
     @property

@@ -148,6 +148,21 @@ struct TokenRow {
   }
 };
 
+// Rows by content: equal rows (bits and acceptance) stored once. intern(row) returns an
+// equal row that is still alive (held by a cache or a matcher), else `row`, which becomes
+// findable; entries of rows nobody holds expire and are purged as the table grows (amortized:
+// each purge sets the next one at twice what is left). Not thread-safe: callers lock.
+class DistinctRows {
+ public:
+  static uint64_t content_hash(const TokenRow& row);
+  std::shared_ptr<const TokenRow> intern(std::shared_ptr<const TokenRow> row, uint64_t hash);
+  size_t size() const { return rows_.size(); }
+
+ private:
+  std::unordered_multimap<uint64_t, std::weak_ptr<const TokenRow>> rows_;
+  size_t purge_at_ = 64;
+};
+
 // Rows by structural state key, shared by every constraint over one vocabulary (bounded,
 // CLOCK eviction of rows no core holds: shared_cache.hpp).
 using SharedRowCache = SharedCache<const TokenRow>;
@@ -205,6 +220,7 @@ class RegexCore {
   mutable std::mutex cache_mu_;
   std::mutex compute_mu_;
   std::unordered_map<int32_t, std::shared_ptr<const TokenRow>> rows_;
+  DistinctRows distinct_;  // (under cache_mu_) states with equal rows share one
 };
 
 // The trie walk: allowed tokens from `state` into `row` (seed 001's non-recursive walk). If
