@@ -168,15 +168,12 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
     fresh->accepting = dfa_->accepting(state);
     fresh->index_words();
     row = fresh;
+    if (shared_) shared_->insert(key, row);
   }
-  const uint64_t hash = DistinctRows::content_hash(*row);
-  {
-    std::lock_guard<std::mutex> guard(cache_mu_);
-    row = distinct_.intern(std::move(row), hash);
-    rows_.emplace(state, row);
-  }
-  if (shared_) shared_->insert(key, row);  // (a no-op when it came from there)
-  return row.get();
+  const TokenRow* published = row.get();
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  rows_.emplace(state, std::move(row));
+  return published;
 }
 
 std::shared_ptr<const TokenRow> RegexCore::shared_row(int32_t state) {

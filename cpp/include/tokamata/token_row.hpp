@@ -220,7 +220,6 @@ class RegexCore {
   mutable std::mutex cache_mu_;
   std::mutex compute_mu_;
   std::unordered_map<int32_t, std::shared_ptr<const TokenRow>> rows_;
-  DistinctRows distinct_;  // (under cache_mu_) states with equal rows share one
 };
 
 // The trie walk: allowed tokens from `state` into `row` (seed 001's non-recursive walk). If
