@@ -12,7 +12,13 @@ members; ``description`` is ``[A-Z][a-z][0-9][\\w\\s,.!?]{1,3}`` with ``\\w\\s``
 (``[A-Za-z0-9_ ]``: Unicode ``\\w`` lets the field hold any letter of any script, which the
 paper's instances do not need); abilities are 1 to 7 of the 8 names.
 
-Usage: ``python benchmarks/skip_rate.py [--instances N] [--tokenizers llama3,gemma3]``.
+With ``--model``, the instances are written by a model instead of drawn at random, as in seed
+003 (which used Llama 2 7B): Gemma 3 270M (llama-cpp-python, CPU) fills the template under the
+constraint (plain masks, sampling at temperature 0.8, one seed per instance), and the steps are
+again those of each tokenizer's own encoding of the text it wrote. Random fields are strings
+of random characters that tokenize into many one-character tokens; a model writes words.
+
+Usage: ``python benchmarks/skip_rate.py [--instances N] [--tokenizers llama3,gemma3] [--model]``.
 """
 
 from __future__ import annotations
@@ -60,6 +66,35 @@ def instance(rng: random.Random) -> str:
             f'"legendary": "{rng.choice(["true", "false"])}", "abilities": [{abilities}]}}')
 
 
+PROMPT = ("<start_of_turn>user\nWrite one Pokedex entry for a new Pokemon as one line of JSON with the keys alias, "
+          "description, type, height_m, weight_kg, evolution_stage, legendary and abilities."
+          "<end_of_turn>\n<start_of_turn>model\n")
+
+
+def model_instances(n: int) -> list[str]:
+    """``n`` instances of the template written by Gemma 3 270M under the (plain) constraint."""
+    import os
+
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import llama_cpp
+    from demo_model import gemma3_270m_path
+
+    import tokamata
+    from tokamata.integrations.llama_cpp import generate, vocabulary
+
+    llm = llama_cpp.Llama(str(gemma3_270m_path()), n_ctx=512, verbose=False, seed=0)
+    constraint = tokamata.compile_regex(TEMPLATE, vocabulary(llm))
+    texts = []
+    for k in range(n):
+        llm.reset()
+        out = generate(llm, constraint, PROMPT, max_tokens=160, temperature=0.8, seed=k)
+        if not out.finished:
+            raise AssertionError(f"instance {k} did not finish within 160 tokens: {out.text!r}")
+        texts.append(out.text)
+    return texts
+
+
 def _vocab(name: str):
     sys.path.insert(0, str(ROOT / "tests"))
     import real_tokenizers as real
@@ -93,9 +128,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=100)
     parser.add_argument("--tokenizers", default="llama3,gemma3")
+    parser.add_argument("--model", action="store_true", help="instances written by Gemma 3 270M (see above)")
     args = parser.parse_args(argv)
-    rng = random.Random(3)
-    texts = [instance(rng) for _ in range(args.instances)]
+    if args.model:
+        texts = model_instances(args.instances)
+    else:
+        rng = random.Random(3)
+        texts = [instance(rng) for _ in range(args.instances)]
     import re
 
     assert all(re.fullmatch(TEMPLATE, t) for t in texts)
@@ -103,11 +142,14 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.tokenizers.split(","):
         for canonical in (False, True):
             row = measure(name, canonical, texts)
+            row["instances_from"] = "gemma3-270m" if args.model else "random"
             rows.append(row)
             print(f"{name:7s} canonical={str(canonical):5s} steps {row['steps']:5d} skippable {row['skippable']:5d} "
                   f"skip rate {row['skip_rate']:.1%} ({row['seconds']:.0f} s)", flush=True)
             OUT.parent.mkdir(exist_ok=True)
-            OUT.write_text(json.dumps({"template": TEMPLATE, "seed": 3, "rows": rows}, indent=1) + "\n")
+            out = OUT.with_name("skip_rate_model.json") if args.model else OUT
+            out.write_text(json.dumps({"template": TEMPLATE, "seed": 3, "rows": rows,
+                                       "texts": texts[:5]}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
