@@ -15,7 +15,7 @@ extendable to a full match.
 ``import tokamata`` never imports torch or transformers.
 """
 
-from .bitmask import allocate_bitmask
+from .bitmask import allocate_bitmask, unpack_bitmask
 from .caches import CacheBounds, cache_bounds, cache_bytes, clear_caches, set_cache_bounds
 from .compile import (compile_choice, compile_gbnf, compile_grammar, compile_grammar_ir, compile_json,
                       compile_json_schema, compile_regex, compile_structural_tag, compile_type, dumps)
@@ -33,7 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Constraint", "ConstraintCache", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches",
-    "CacheBounds", "cache_bounds", "cache_bytes", "set_cache_bounds", "allocate_bitmask", "apply_bitmask", "fill_bitmasks",
+    "CacheBounds", "cache_bounds", "cache_bytes", "set_cache_bounds", "allocate_bitmask", "apply_bitmask", "unpack_bitmask", "fill_bitmasks",
     "fill_bitmasks_draft",
     "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir", "compile_choice",
     "compile_structural_tag",
