@@ -14,6 +14,9 @@ pieces as bytes, the merges in rank order, the byte symbols, a code point class 
 (``\\p{L}``, ``\\p{N}``, ``\\s`` as the ``regex`` module reads them, as ranges) and the
 non-special added tokens. A filter state is an ``int`` (0: nothing open).
 
+Token healing (a matcher with a ``prefix``) runs on the Python filter
+(:meth:`NativeCanonicalFilter.for_prefix`): the C++ filter's positions are the constraint's.
+
 Invariants: :class:`NativeCanonicalFilter` answers exactly what the Python filter answers
 (``allowed``, ``accepts``, ``complete``; ``LimitExceeded`` from the same limit);
 :func:`native_tokenizer` is built once per model (thread-safe, kept while the model lives).
@@ -102,12 +105,22 @@ class NativeCanonicalFilter:
     initial_state = 0
 
     def __init__(self, python: CanonicalFilter, constraint_core: Any):
+        #: the Python filter it runs natively (the filter of healed matchers: for_prefix)
+        self.python = python
         self.vocab = python.vocab
         self.limits: Limits = python.limits
         self.token_bytes = python.token_bytes
         self.eos = python.eos
         self.native = _core.CanonicalFilter(native_tokenizer(python.vocab, python.family), constraint_core,
                                             int(python.limits.max_canonical_search))
+
+    def for_prefix(self, prefix: bytes) -> CanonicalFilter | NativeCanonicalFilter:
+        """``self`` without a prefix; with one (token healing), the Python filter's
+        :meth:`~tokamata.vocab.canonical_filter.CanonicalFilter.for_prefix`: the C++ filter
+        reads masks and advances from the constraint (``ConstraintCore::mask`` / ``advance``),
+        which do not know a matcher's prefix positions (``MatcherCore::prefix_mask`` /
+        ``advance_prefix``), and its states cannot be made from the Python filter's."""
+        return self if not prefix else self.python.for_prefix(prefix)
 
     def allowed(self, core: Any, state: int) -> list[int]:
         """The engine's allowed tokens that keep the sequence a canonical prefix, sorted."""

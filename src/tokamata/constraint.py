@@ -241,7 +241,9 @@ class Constraint:
         With ``prefix`` (token healing, :func:`tokamata.heal`), the output must begin with
         exactly those bytes and then continue with a sentence of the constraint; a token may
         span the junction (``b"://"`` after the prefix ``b":"``). The constraint is not
-        recompiled: the prefix belongs to the matcher (and its copies).
+        recompiled: the prefix belongs to the matcher (and its copies). With ``canonical=True``
+        (or ``token_filters=``) the filter covers the whole output, prefix included: the
+        allowed sequences are the tokenizer's encodings of ``prefix`` + a sentence.
 
         >>> import tokamata
         >>> vocab = tokamata.Vocabulary.from_token_bytes([b":", b"//", b"://", b"x", None], eos_token_ids=[4])
@@ -257,11 +259,8 @@ class Constraint:
         prefix = bytes(prefix)
         engine = _core.MatcherCore(self._core, prefix)
         core: _core.MatcherCore | CanonicalCore = engine
-        if self.token_filter is not None:
-            if prefix:
-                raise Unsupported("canonical prefix", "token healing (prefix=) with canonical=True is "
-                                  "not supported yet")
-            core = CanonicalCore(engine, self.token_filter)
+        if self.token_filter is not None:  # (canonical mode covers the prefix too: for_prefix)
+            core = CanonicalCore(engine, self.token_filter.for_prefix(prefix))
         return Matcher(self, core, prefix)
 
     def parse(self, text: str | bytes) -> Any:

@@ -176,9 +176,6 @@ def test_bad_arguments():
     with pytest.raises(Unsupported) as info:
         tokamata.compile_grammar('start: "a" <|eot_id|>', vocab, canonical=True)
     assert info.value.keyword == "canonical special tokens"
-    c = tokamata.compile_regex("a", vocab, canonical=True)
-    with pytest.raises(Unsupported, match="prefix"):
-        c.matcher(prefix=b"x")
 
 
 # ------------------------------------------------------------------ infinite languages

@@ -47,6 +47,7 @@ also when they raise.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -116,6 +117,26 @@ class CanonicalFilter:
         self._allowed_ids = 0  # token ids held by _allowed (bounded: masks can be large)
         self._first_chars: dict[Any, tuple[bytes, ...]] = {}
         self._epoch = 0  # the engine's sweep count the three position-keyed caches belong to
+        self._prefixed: dict[bytes, CanonicalFilter] = {}  # (for_prefix)
+
+    def for_prefix(self, prefix: bytes) -> CanonicalFilter:
+        """The filter for the matchers whose output must begin with ``prefix`` (token
+        healing): the same rules and states, since the prefix is output like any other bytes
+        (the engine's prefix phase is part of its position), so canonical mode holds for the
+        whole output, prefix included. A prefix position (``{prefix phase, offset}``) means
+        other bytes for another prefix, so a non-empty prefix gets its own filter: a shallow
+        copy with its own position-keyed caches (the others, keyed by states and tokens
+        alone, are shared), kept per prefix (at most 64; past that a fresh one each time)."""
+        if not prefix:
+            return self
+        found = self._prefixed.get(prefix)
+        if found is None:
+            found = copy.copy(self)
+            found._prefixed = {}
+            found._clear_positions()
+            if len(self._prefixed) < 64:
+                found = self._prefixed.setdefault(prefix, found)
+        return found
 
     # ------------------------------------------------------------------ the state
 
@@ -270,12 +291,17 @@ class CanonicalFilter:
         earlier sweep epoch (module docstring)."""
         epoch = core.num_sweeps
         if epoch != self._epoch:
-            self._viable.clear()
-            self._allowed.clear()
-            self._allowed_ids = 0
-            self._first_chars.clear()
+            self._clear_positions()
             self._epoch = epoch
         return tuple(tuple(c) for c in core.position())
+
+    def _clear_positions(self) -> None:
+        """Empty the position-keyed caches (new dicts: a copy made by :meth:`for_prefix`
+        shares none of them)."""
+        self._viable = {}
+        self._allowed = {}
+        self._allowed_ids = 0
+        self._first_chars = {}
 
     def _viable_at(self, core: Any, state: State, budget: list[int], stack: set,
                    looped: list[bool] | None = None) -> bool:

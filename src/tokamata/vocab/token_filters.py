@@ -167,6 +167,7 @@ class LocalFilter(CanonicalFilter):
         self._fused: dict[int, bool] = {}
         self._order: dict[Any, list[int]] = {}  # (position-keyed, as _viable, _allowed, _first_chars)
         self._epoch = 0  # the engine's sweep count the position-keyed caches belong to
+        self._prefixed: dict[bytes, CanonicalFilter] = {}  # (for_prefix)
         self._added_texts = [t for t, _ in self.model.added_tokens if t]
         self._added_ids = frozenset(i for _, i in self.model.added_tokens)
         self._added_chars = frozenset(t[0] for t in self._added_texts)
@@ -372,11 +373,10 @@ class LocalFilter(CanonicalFilter):
         """(No single character settles a local state: liveness is the search's.)"""
         return False
 
-    def _position(self, core: Any) -> Any:
-        """The base filter's, also dropping the candidate orders of an earlier sweep epoch."""
-        if core.num_sweeps != self._epoch:
-            self._order.clear()
-        return super()._position(core)
+    def _clear_positions(self) -> None:
+        """The base filter's, and the candidate orders (keyed by position too)."""
+        super()._clear_positions()
+        self._order = {}
 
     def _candidates(self, core: Any, position: Any) -> list[int]:
         """The search tries one-character tokens first: they pass the pair rules most often and
