@@ -181,8 +181,55 @@ def test_canonical_from_the_command_line(llama3_json, capsys):
     assert sorted(allowed) == sorted({tok.encode(w, add_special_tokens=False).ids[0] for w in words})
 
 
+@pytest.fixture(scope="module")
+def gemma3_gguf():
+    import real_tokenizers
+
+    return str(real_tokenizers.gemma3_model_path())
+
+
+def test_token_filters_from_the_command_line(gemma3_gguf, capsys):
+    """``mask --token-filters``: the masks of ``token_filters=`` (which hold fewer tokens than
+    without: after Gemma 3's lone space token, "hi" is refused since " hi" is one token, and
+    "<0x09>" since a tab is a piece)."""
+    import tokamata
+
+    vocab = tokamata.Vocabulary.from_gguf(gemma3_gguf)
+    pattern = " (hi|ho|\n\n|\t)x"
+    space = vocab.tokenizer_model.encode(" ")[0]  # (not <0x20>, which byte_fallback refuses)
+    rows = {}
+    for filters in ([], ["isolated_space", "byte_fallback"]):
+        argv = ["mask", "--regex", pattern, "--gguf", gemma3_gguf, "--prefix-tokens", str(space),
+                "--limit", "-1", "--format", "json"]
+        assert main(argv + (["--token-filters", ",".join(filters)] if filters else [])) == 0
+        rows[len(filters)] = sorted(json.loads(capsys.readouterr().out)["allowed"])
+        m = tokamata.compile_regex(pattern, vocab, token_filters=filters).matcher()
+        assert m.consume(space)
+        assert rows[len(filters)] == m.allowed_tokens().tolist()
+    assert set(rows[2]) < set(rows[0])
+    hi = vocab.tokenizer_model.encode("hi")[0]
+    assert hi in rows[0] and hi not in rows[2]
+
+
+def test_generate_with_token_filters_and_canonical(gemma3_gguf, capsys):
+    """``generate --token-filters`` and ``--canonical`` (neither has token budgets: the plain
+    masks are used) end in a valid output, spelled as the filters allow."""
+    pytest.importorskip("llama_cpp", reason="needs llama-cpp-python")
+    import real_tokenizers
+
+    for flags in (["--token-filters", "byte_fallback,isolated_space"], ["--canonical"]):
+        assert main(["generate", "--regex", "(yes|no|maybe)", *flags, "--prompt", "Is the sky blue? Answer:",
+                     "--model", gemma3_gguf, "--max-tokens", "4", "--threads", "2", "--format", "json"]) == 0
+        record = json.loads(capsys.readouterr().out)
+        assert record["valid"] and record["finished"], record
+        if flags == ["--canonical"]:
+            assert record["token_ids"] == real_tokenizers.gemma3().encode(record["text"])
+
+
 @pytest.mark.parametrize("argv,message", [
     (["check", "--regex", "a", "--canonical"], "--canonical needs the tokenizer"),
+    (["check", "--regex", "a", "--token-filters", "isolated_space"], "--token-filters needs the tokenizer"),
+    (["check", "--regex", "a", "--token-filters", "spaces"], "unknown filter 'spaces'"),
     (["check", "--grammar", "/nonexistent.lark"], "does not exist"),
     (["check", "--schema", "BAD"], "is not JSON"),
     (["mask", "--regex", "a", "--gguf", "/nonexistent.gguf"], "does not exist"),

@@ -1,6 +1,6 @@
 """Which constraint a command works with: the options every command shares (``--regex``,
 ``--grammar FILE``, ``--gbnf FILE``, ``--json``, ``--schema FILE``, ``--type MODULE:CLASS`` with ``--syntax``,
-``--characters``), how to
+``--characters``, ``--canonical``, ``--token-filters``), how to
 compile them, and how to check an output independently of tokamata.
 
 Invariants:
@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import time
@@ -32,7 +33,8 @@ class CliError(Exception):
 class Spec:
     """A constraint as the user gave it: ``kind`` (regex, grammar, gbnf, json, schema, type,
     structural_tag), its text (a pattern, grammar text, schema or structural tag JSON text;
-    empty for ``json``), where it came from, the character filter and canonical mode."""
+    empty for ``json``), where it came from, the character filter, canonical mode and the
+    token filters (names of ``tokamata.vocab.token_filters.FILTER_NAMES``)."""
 
     kind: str
     text: str
@@ -40,6 +42,7 @@ class Spec:
     characters: str | None = None
     syntax: str = "json"
     canonical: bool = False
+    token_filters: tuple[str, ...] = ()
 
     def describe(self, width: int = 160) -> str:
         body = {"regex": f"/{self.text}/", "json": "any JSON value",
@@ -67,7 +70,12 @@ def add_constraint_options(parser: argparse.ArgumentParser) -> None:
                         help="restrict every generated character: ascii, latin, hangul, cjk or a class like '[a-z ]'")
     parser.add_argument("--canonical", action="store_true",
                         help="only the tokenizer's own tokenizations of the text (canonical BPE; needs the "
-                             "tokenizer: GPT-2, Llama 3 or Qwen2 style byte-level BPE)")
+                             "tokenizer: byte-level BPE like GPT-2, Llama 3, Qwen2, or SentencePiece BPE "
+                             "like Gemma 3, Llama 2, Mistral)")
+    parser.add_argument("--token-filters", dest="token_filters", metavar="NAMES",
+                        help="token filters, comma-separated: byte_fallback (<0xNN> tokens only for characters "
+                             "with no other spelling), isolated_space (no lone space token before a token it "
+                             "would fuse with); implied by --canonical; needs the tokenizer")
 
 
 def _read(path: str, what: str) -> str:
@@ -80,7 +88,26 @@ def _read(path: str, what: str) -> str:
         raise CliError(f"cannot read the {what} file {path!r}: {exc}") from None
 
 
+def _token_filters(text: str | None) -> tuple[str, ...]:
+    """``--token-filters a,b`` as checked names, or CliError naming the unknown one."""
+    if text is None:
+        return ()
+    from ..errors import InvalidArgument
+    from ..vocab.token_filters import check_filter_names
+
+    try:
+        return check_filter_names([name.strip() for name in text.split(",") if name.strip()])
+    except InvalidArgument as exc:
+        raise CliError(f"--token-filters: {exc}") from None
+
+
 def spec_from_args(args: argparse.Namespace) -> Spec:
+    spec = _spec_from_args(args)
+    filters = _token_filters(getattr(args, "token_filters", None))
+    return dataclasses.replace(spec, token_filters=filters) if filters else spec
+
+
+def _spec_from_args(args: argparse.Namespace) -> Spec:
     characters = getattr(args, "characters", None)
     canonical = bool(getattr(args, "canonical", False))
     if args.regex is not None:
@@ -128,27 +155,28 @@ def load_type(name: str) -> Any:
 
 
 def compile_spec(spec: Spec, vocab, canonical: bool | None = None) -> tuple[Any, float]:
-    """(constraint, seconds to compile); ``canonical`` overrides the spec's (a check over the
-    byte vocabulary has no tokenizer to be canonical for)."""
+    """(constraint, seconds to compile); ``canonical=False`` drops the spec's canonical mode
+    and token filters (a check over the byte vocabulary has no tokenizer for them)."""
     import tokamata
 
     start = time.perf_counter()
     chars, canon = spec.characters, spec.canonical if canonical is None else canonical
+    filters = spec.token_filters if canonical is None else ()
     if spec.kind == "regex":
-        constraint = tokamata.compile_regex(spec.text, vocab, characters=chars, canonical=canon)
+        constraint = tokamata.compile_regex(spec.text, vocab, characters=chars, canonical=canon, token_filters=filters)
     elif spec.kind == "grammar":
-        constraint = tokamata.compile_grammar(spec.text, vocab, characters=chars, canonical=canon)
+        constraint = tokamata.compile_grammar(spec.text, vocab, characters=chars, canonical=canon, token_filters=filters)
     elif spec.kind == "gbnf":
-        constraint = tokamata.compile_gbnf(spec.text, vocab, characters=chars, canonical=canon)
+        constraint = tokamata.compile_gbnf(spec.text, vocab, characters=chars, canonical=canon, token_filters=filters)
     elif spec.kind == "schema":
-        constraint = tokamata.compile_json_schema(spec.text, vocab, characters=chars, canonical=canon)
+        constraint = tokamata.compile_json_schema(spec.text, vocab, characters=chars, canonical=canon, token_filters=filters)
     elif spec.kind == "structural_tag":
-        constraint = tokamata.compile_structural_tag(spec.text, vocab, characters=chars, canonical=canon)
+        constraint = tokamata.compile_structural_tag(spec.text, vocab, characters=chars, canonical=canon, token_filters=filters)
     elif spec.kind == "type":
         constraint = tokamata.compile_type(load_type(spec.text), vocab, syntax=spec.syntax, characters=chars,
-                                           canonical=canon)
+                                           canonical=canon, token_filters=filters)
     else:
-        constraint = tokamata.compile_json(vocab, characters=chars, canonical=canon)
+        constraint = tokamata.compile_json(vocab, characters=chars, canonical=canon, token_filters=filters)
     return constraint, time.perf_counter() - start
 
 

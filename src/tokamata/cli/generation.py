@@ -120,8 +120,10 @@ def _generate_llama(model_path: str, spec: Spec, args: argparse.Namespace, promp
 
     llm, vocab = load_llama(model_path, args.threads, progress)
     constraint, compile_s = compile_spec(spec, vocab)
+    # (token budgets keep the output complete at --max-tokens; canonical mode and token
+    # filters have none, and then the output may stop mid-sentence there)
     result = generate(llm, constraint, prompt, max_tokens=args.max_tokens, temperature=args.temperature,
-                      seed=args.seed)
+                      seed=args.seed, budget=constraint.matcher().supports_budgets)
     return {"text": result.text, "token_ids": list(result.token_ids), "finished": result.finished,
             "seconds": result.seconds, "compile_s": compile_s,
             "tokens_per_second": result.decode_tokens_per_second}

@@ -77,8 +77,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     vocab, source, _ = load_vocabulary(args, progress)
     if vocab is None:
-        if spec.canonical:
-            raise CliError("--canonical needs the tokenizer: give --tokenizer-json, --gguf or --hf")
+        if spec.canonical or spec.token_filters:
+            flag = "--canonical" if spec.canonical else "--token-filters"
+            raise CliError(f"{flag} needs the tokenizer: give --tokenizer-json, --gguf or --hf")
         vocab, source = byte_vocabulary(), "the 256 single bytes"
     try:
         constraint, seconds = compile_spec(spec, vocab)
