@@ -179,8 +179,8 @@ class LocalFilter(CanonicalFilter):
 
     @property
     def _tables(self) -> Any:
-        """The model's tables (built on first use, outside compile: Gemma 3's merges take
-        seconds to derive from its scores)."""
+        """The model's tables (built on first use, outside compile: Gemma 3's GGUF is read
+        again and its 514,906 merges derived from its scores, about a second)."""
         return self.model.tables()
 
     @property
