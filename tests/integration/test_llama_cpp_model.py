@@ -159,3 +159,16 @@ def test_budget_too_small_is_an_error(llm, constraints):
     regex = CASES[4][1]  # a phone number: more than 3 tokens
     with pytest.raises(InvalidArgument, match="too small"):
         generate(llm, constraints[regex], CASES[4][0], max_tokens=2)
+
+
+def test_budget_default_follows_the_constraint(llm, vocab):
+    """Token filters refuse budgets: generate's default then masks plainly (no Unsupported),
+    and asking for a budget there is the precise error."""
+    constraint = tokamata.compile_regex(r"(Yes|No)\.", vocab, token_filters=["byte_fallback"])
+    prompt = "Question: Is the Pacific the largest ocean on Earth?\nAnswer:"
+    result = generate(llm, constraint, prompt, max_tokens=6)
+    assert result.finished and result.text in ("Yes.", "No."), result.text
+    with pytest.raises(tokamata.Unsupported):
+        generate(llm, constraint, prompt, max_tokens=6, budget=True)
+    with pytest.raises(InvalidArgument, match="budget"):
+        generate(llm, constraint, prompt, max_tokens=6, budget="yes")

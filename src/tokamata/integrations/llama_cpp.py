@@ -399,7 +399,7 @@ def generate(
     *,
     seed: int | None = None,
     add_bos: bool = True,
-    budget: bool = True,
+    budget: bool | None = None,
 ) -> GenerationResult:
     """Generate with ``llm`` under ``constraint`` (``None``: unconstrained, same loop; a Python
     type is compiled with :func:`tokamata.compile_type` over ``llm``'s vocabulary, and
@@ -411,12 +411,17 @@ def generate(
     constraint, as soon as the constraint allows nothing but EOS (no model call is spent on it).
     Unpack as ``text, token_ids = generate(...)`` or use the :class:`GenerationResult` fields.
 
-    ``budget`` (default, under a constraint): masks with a token budget, so that the output is
-    a complete sentence of the constraint within ``max_tokens`` tokens (the EOS that would
-    follow is not counted: ``finished`` is then true at the cap too); ``budget=False`` masks
-    plainly and may stop mid-sentence at ``max_tokens``. ``max_tokens`` too small for any
-    output raises :class:`InvalidArgument`.
+    ``budget`` (default: on under a constraint that supports token budgets, see
+    :attr:`tokamata.Matcher.supports_budgets`; not canonical mode or token filters): masks with
+    a token budget, so that the output is a complete sentence of the constraint within
+    ``max_tokens`` tokens (the EOS that would follow is not counted: ``finished`` is then true
+    at the cap too); ``budget=False`` masks plainly and may stop mid-sentence at
+    ``max_tokens``; ``budget=True`` where budgets are not supported raises
+    :class:`~tokamata.Unsupported`. ``max_tokens`` too small for any output raises
+    :class:`InvalidArgument`.
     """
+    if budget is not None and not isinstance(budget, bool):
+        raise InvalidArgument(f"budget must be a bool or None, got {budget!r}")
     llama_cpp = _require_llama_cpp()
     if isinstance(prompt, str):
         prompt_ids = llm.tokenize(prompt.encode("utf-8"), add_bos=add_bos, special=True)
@@ -429,8 +434,11 @@ def generate(
     processor = None
     kwargs = {}
     if constraint is not None:
-        processor = LlamaLogitsProcessor(constraint, prompt_length=len(prompt_ids),
-                                         vocab=None if isinstance(constraint, Constraint) else vocabulary(llm),
+        resolved = resolve_constraint(constraint, None if isinstance(constraint, Constraint) else vocabulary(llm),
+                                      "json")
+        if budget is None:
+            budget = resolved.matcher().supports_budgets
+        processor = LlamaLogitsProcessor(resolved, prompt_length=len(prompt_ids),
                                          max_new_tokens=max_tokens + 1 if budget else None)
         constraint = processor.constraint
         if budget:  # (an error inside llama.cpp's sampler callback would only be printed)
