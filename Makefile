@@ -143,6 +143,7 @@ bench-json-schema-full: $(BUILT) $(VOCABS)
 # the seeds' experiments on the real Gemma 3 270M (CPU, minutes; not part of `make test`)
 experiments: $(BUILT) $(VOCABS)
 	$(PY) benchmarks/skip_rate.py
+	$(PY) benchmarks/skip_rate.py --model
 	$(PY) benchmarks/experiments.py
 
 experiments-quick: $(BUILT) $(VOCABS)

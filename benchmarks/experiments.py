@@ -489,6 +489,19 @@ def write_report() -> str:
             lines.append(f"| {r['tokenizer']} | {r['canonical']} | {r['steps']} | {r['skippable']} | "
                          f"{r['skip_rate']:.1%} | {r['seconds']:.0f} |")
         lines.append("")
+    written = OUT / "skip_rate_model.json"
+    if written.exists():
+        data = json.loads(written.read_text())
+        lines += ["With instances written by a model, as in seed 003 (`python benchmarks/skip_rate.py --model`: "
+                  f"Gemma 3 270M fills the template under the constraint, {data['rows'][0]['instances']} "
+                  "instances sampled at temperature 0.8, one seed each; then the same count along each "
+                  "tokenizer's own encoding of the texts). Two of them:", ""]
+        lines += [f"    {t}" for t in data.get("texts", [])[:2]]
+        lines += ["", "| tokenizer | canonical | steps | skippable | skip rate | seconds |", "|---|---|---|---|---|---|"]
+        for r in data["rows"]:
+            lines.append(f"| {r['tokenizer']} | {r['canonical']} | {r['steps']} | {r['skippable']} | "
+                         f"{r['skip_rate']:.1%} | {r['seconds']:.0f} |")
+        lines.append("")
     lines += budget_section()
     text = "\n".join(lines)
     REPORT.write_text(text)
