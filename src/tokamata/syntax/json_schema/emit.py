@@ -6,6 +6,10 @@ Invariants:
   values in its node: scalars are one terminal (the union of the node's scalar languages);
   each object/array shape adds alternatives. Member schemas are value nonterminals too,
   created on first use, so recursive schemas become recursive rules.
+- Conjunctions with equal nodes at one depth (a definition ``$ref``'d from many places, each
+  reference its own conjunction) get the same right-hand sides: the first one's are built,
+  the others replay them, so the grammar is the one a rebuild would give (the shapes' states,
+  terminals and member values are shared by key anyway).
 - Objects list the declared members in order (optional ones may be skipped), then any number
   of undeclared members (with ``property_order="any"``: in any order, required ones present;
   the set of required members written is a state, so this is exponential in them and
@@ -77,6 +81,11 @@ class Emitter:
         self._pending: list[tuple[Conj, int, int]] = []
         self._states: dict[tuple, int] = {}
         self._deferred: list = []
+        # (node, depth) -> the right-hand sides its value nonterminal got: conjunctions with
+        # the same node (a definition $ref'd from many places) replay them, not rebuild them
+        self._emitted: dict[tuple, list[list[int]]] = {}
+        self._recording: int | None = None  # the value symbol being emitted
+        self._recorded: list[list[int]] = []
         self.values = ValueSets(expander, limits)
         self.natural = expander.natural  # (used with spelling="natural")
 
@@ -88,6 +97,8 @@ class Emitter:
         return self.builder.numbered(name)
 
     def rule(self, lhs: int, rhs: list[int]) -> None:
+        if lhs == self._recording:
+            self._recorded.append(rhs)
         self.builder.add_rule(lhs, rhs)
 
     def value(self, conj: Conj, depth: int) -> int:
@@ -133,6 +144,19 @@ class Emitter:
         if FALSE_TERM in conj:
             return
         node = self.expander.node(conj)
+        key = (node, depth)
+        done = self._emitted.get(key)
+        if done is not None:
+            for rhs in done:
+                self.builder.add_rule(symbol, rhs)
+            return
+        self._recording, self._recorded = symbol, []
+        self._emit_node(node, conj, depth, symbol)
+        self._emitted[key] = self._recorded
+        self._recording = None
+
+    def _emit_node(self, node, conj: Conj, depth: int, symbol: int) -> None:
+        """The rules of ``symbol``, the value nonterminal of ``conj`` (whose node is ``node``)."""
         narrowed: list = []
         number, string = nm.overflow_safe(node.number, self.limits, narrowed), node.string
         if self.options.natural:  # (integral values have no fraction anyway: nothing narrowed to report)
