@@ -86,6 +86,7 @@ class Emitter:
         self._emitted: dict[tuple, list[list[int]]] = {}
         self._recording: int | None = None  # the value symbol being emitted
         self._recorded: list[list[int]] = []
+        self._keys: dict[tuple[str, d.Expr], d.Expr] = {}  # see _key
         self.values = ValueSets(expander, limits)
         self.natural = expander.natural  # (used with spelling="natural")
 
@@ -231,6 +232,15 @@ class Emitter:
             merged[(conj, met)] = d.alternation(merged.get((conj, met), d.NOTHING), region)
         return [(d.concat(region, colon), conj, met) for (conj, met), region in merged.items()]
 
+    def _key(self, name: str, colon: d.Expr) -> d.Expr:
+        """The key ``name`` in the chosen spelling followed by ``colon``, built once per compile
+        (object shapes of one schema share many names)."""
+        found = self._keys.get((name, colon))
+        if found is None:
+            found = natural_literal(name, colon) if self.options.natural else lx.string_literal_then(name, colon)
+            self._keys[(name, colon)] = found
+        return found
+
     def _object(self, shape: ObjectShape, depth: int, lhs: int) -> None:
         from .strings import name_accepts
 
@@ -247,10 +257,7 @@ class Emitter:
             met = frozenset(j for j, (language, _) in enumerate(witnesses) if name_accepts(language, name))
             members.append((name, conj, required, met))
         colon = layout.colon()
-        if self.options.natural:
-            keys = {name: natural_literal(name, colon) for name, _ in shape.declared}
-        else:
-            keys = {name: lx.string_literal_then(name, colon) for name, _ in shape.declared}
+        keys = {name: self._key(name, colon) for name, _ in shape.declared}
         regions = self._regions(shape, keys, colon)
         low, high = shape.min_properties, shape.max_properties
         if low <= sum(1 for m in members if m[2]):

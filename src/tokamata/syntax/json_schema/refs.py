@@ -213,6 +213,10 @@ class Document:
         self.roots: dict[Path, Path] = {}      # path of every walked subschema -> its resource root
         self._loaded: dict[str, int] = {}      # registry URI -> its draft, once walked
         self._ids: dict[tuple[Path, Context], int] = {}
+        # (base URI, reference) -> the path it resolved to (a reference resolved once resolves
+        # the same way again: anchors are names, never JSON pointers, so no later walk of a
+        # registered document can claim it; failures are not kept)
+        self._resolved: dict[tuple[str, str], Path] = {}
         self._locations: list[tuple[Path, Context]] = []
 
     def _dialect(self, schema: Any, default: int) -> int:
@@ -396,7 +400,14 @@ class Document:
         """The path a reference written at ``at`` (the schema holding it) points to."""
         if not isinstance(ref, str):
             raise SchemaError(f"{keyword} must be a string, got {ref!r}", pointer=pointer(at + (keyword,)))
-        target = _join(self.base(at), ref)
+        base = self.base(at)
+        found = self._resolved.get((base, ref))
+        if found is None:
+            found = self._resolved[(base, ref)] = self._resolve(base, ref, at, keyword)
+        return found
+
+    def _resolve(self, base: str, ref: str, at: Path, keyword: str) -> Path:
+        target = _join(base, ref)
         uri, fragment = urldefrag(target)
         # an anchor may be declared in a registered document not walked yet: look it up first
         resource = self.resources.get(uri) if target in self.anchors else self._resource(uri)
