@@ -18,7 +18,8 @@ constraint (plain masks, sampling at temperature 0.8, one seed per instance), an
 again those of each tokenizer's own encoding of the text it wrote. Random fields are strings
 of random characters that tokenize into many one-character tokens; a model writes words.
 
-Usage: ``python benchmarks/skip_rate.py [--instances N] [--tokenizers llama3,gemma3] [--model]``.
+Usage: ``python benchmarks/skip_rate.py [--instances N] [--tokenizers llama3,gemma3,llama2,mistral]
+[--model [--reuse]]``.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def _vocab(name: str):
     sys.path.insert(0, str(ROOT / "tests"))
     import real_tokenizers as real
 
+    if name == "llama2":  # (seed 003's tokenizer: llama.cpp's vocabulary file of Llama 2)
+        return real.ggml_vocab("llama-spm").vocab
     return getattr(real, name)().vocab
 
 
@@ -129,8 +132,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--instances", type=int, default=100)
     parser.add_argument("--tokenizers", default="llama3,gemma3")
     parser.add_argument("--model", action="store_true", help="instances written by Gemma 3 270M (see above)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --model: the texts the last --model run wrote (skip_rate_model.json)")
     args = parser.parse_args(argv)
-    if args.model:
+    if args.model and args.reuse:
+        texts = json.loads(OUT.with_name("skip_rate_model.json").read_text())["texts"][:args.instances]
+    elif args.model:
         texts = model_instances(args.instances)
     else:
         rng = random.Random(3)
@@ -149,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
             OUT.parent.mkdir(exist_ok=True)
             out = OUT.with_name("skip_rate_model.json") if args.model else OUT
             out.write_text(json.dumps({"template": TEMPLATE, "seed": 3, "rows": rows,
-                                       "texts": texts[:5]}, indent=1) + "\n")
+                                       "texts": texts}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
