@@ -51,7 +51,7 @@ import dataclasses
 import time
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+import queue
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -65,18 +65,40 @@ from tokamata.integrations.resolve import resolve_constraint
 if TYPE_CHECKING:  # pragma: no cover
     import llama_cpp
 
-_WORKERS: ThreadPoolExecutor | None = None
+class MaskWorkers:
+    """Process-wide threads that run prefetched mask fills (one per core up to 4, started
+    together on first use, daemons). A job is a callable and its argument, run as given: the
+    callable reports its own outcome (it must not raise). Submitting is one put on a C-level
+    queue: the per-token path stays short when the model's evaluation has swept the caches
+    (a ThreadPoolExecutor's submit and Future cost ~120 and ~60 us there)."""
+
+    def __init__(self, threads: int):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._run, name=f"tokamata-mask-{i}", daemon=True)
+                        for i in range(threads)]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, job, argument) -> None:
+        self._jobs.put((job, argument))
+
+    def _run(self) -> None:
+        while True:
+            job, argument = self._jobs.get()
+            job(argument)
+
+
+_WORKERS: MaskWorkers | None = None
 _WORKERS_LOCK = threading.Lock()
 
 
-def mask_workers() -> ThreadPoolExecutor:
-    """The process-wide threads that fill prefetched masks (started on first use, one per
-    core up to 4: processors running in several threads at once each get one)."""
+def mask_workers() -> MaskWorkers:
+    """The process-wide :class:`MaskWorkers` (started on first use)."""
     global _WORKERS
     if _WORKERS is None:
         with _WORKERS_LOCK:
             if _WORKERS is None:
-                _WORKERS = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="tokamata-mask")
+                _WORKERS = MaskWorkers(min(4, os.cpu_count() or 1))
     return _WORKERS
 
 __all__ = ["LlamaLogitsProcessor", "GenerationResult", "generate", "vocabulary"]
@@ -151,9 +173,12 @@ class LlamaLogitsProcessor:
         self._eos_only = token_bitmask_row(self._eos, self.vocab_size)
         self._version = 0  # bumped whenever the matcher moves
         self._filled = -1  # the version self._bitmask was filled at
-        self._pending: Future | None = None
-        self._seen = np.zeros(64, dtype=np.int64)  # prompt + consumed tokens, the first _num_seen
+        self._pending = False  # a prefetch was submitted and not joined yet
+        self._prefetch_done = threading.Lock()  # held while a prefetch runs
+        self._prefetch_error: BaseException | None = None
+        self._seen = np.zeros(64, dtype=np.int32)  # prompt + consumed tokens, the first _num_seen
         self._num_seen = 0
+        self._seen_bytes = b""  # the same as bytes (what llama.cpp's int32 input_ids compare to)
         #: seconds llama.cpp's sampling waited in :meth:`__call__` (the mask's share of the
         #: decoding loop's critical path; a prefetched mask is only waited for, not computed)
         self.call_seconds = 0.0
@@ -164,7 +189,18 @@ class LlamaLogitsProcessor:
         self._join()
         if self.done or self._filled == self._version:
             return
-        self._pending = mask_workers().submit(self._fill_at, self._version)
+        self._prefetch_done.acquire()
+        self._pending = True
+        mask_workers().submit(self._prefetch_job, self._version)
+
+    def _prefetch_job(self, version: int) -> None:
+        """The fill, on a worker thread: an error is kept for :meth:`_join` to raise."""
+        try:
+            self._fill_at(version)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            self._prefetch_error = error
+        finally:
+            self._prefetch_done.release()
 
     def _fill_at(self, version: int) -> None:
         if self.max_new_tokens is None:
@@ -181,9 +217,13 @@ class LlamaLogitsProcessor:
         self._filled = version
 
     def _join(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()  # re-raises a LimitExceeded from the fill here, in the caller's thread
+        if self._pending:
+            self._prefetch_done.acquire()  # (waits for the worker)
+            self._prefetch_done.release()
+            self._pending = False
+            error, self._prefetch_error = self._prefetch_error, None
+            if error is not None:
+                raise error  # a LimitExceeded from the fill, in the caller's thread
 
     def close(self) -> None:
         """Wait for a prefetch in flight (the worker threads are shared: they stay)."""
@@ -242,7 +282,7 @@ class LlamaLogitsProcessor:
         first = len(self._prompt)
         n = first + len(self.tokens)
         if n > len(self._seen):
-            grown = np.zeros(max(n, 2 * len(self._seen)), dtype=np.int64)
+            grown = np.zeros(max(n, 2 * len(self._seen)), dtype=np.int32)
             grown[:self._num_seen] = self._seen[:self._num_seen]
             self._seen = grown
         if self._num_seen < first:
@@ -250,14 +290,18 @@ class LlamaLogitsProcessor:
             self._num_seen = first
         self._seen[self._num_seen:n] = self.tokens[self._num_seen - first:]
         self._num_seen = n
+        self._seen_bytes = self._seen[:n].tobytes()
 
     def sync(self, input_ids: Sequence[int] | np.ndarray) -> None:
         """Make the matcher's state match ``input_ids`` (prompt + generated tokens)."""
         self._join()
         ids = np.asarray(input_ids)
         known = self._num_seen
+        # (bytes compare: after the model's evaluation has swept the caches, np.array_equal
+        # costs ~100 us of cold numpy code paths, a bytes comparison ~25)
         if self._prompt is not None and known and len(ids) >= known and not self.done \
-                and np.array_equal(ids[:known], self._seen[:known]):
+                and (ids[:known].tobytes() == self._seen_bytes if ids.dtype == np.int32
+                     else np.array_equal(ids[:known], self._seen[:known])):
             if len(ids) > known:  # (the usual step: the ids seen so far, then new tokens)
                 self._consume_new(ids[known:].tolist())
             return
