@@ -1,7 +1,7 @@
 // nanobind module tokamata._core: plain data in and out (flat int32/uint8 arrays, 32-bit
 // ids, caller-owned bitmask buffers). Work that scales with the vocabulary or runs per token
 // runs without the GIL; lexer DFAs expand natively through DerivativeDfa (automata/native.py),
-// calling back into Python only for new lexer start states.
+// and their start states are made natively too (lexer_starts.hpp): no walk calls into Python.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -18,6 +18,7 @@
 #include "tokamata/derivative_dfa.hpp"
 #include "tokamata/earley.hpp"
 #include "tokamata/expr_arena.hpp"
+#include "tokamata/lexer_starts.hpp"
 #include "tokamata/grammar_rules.hpp"
 #include "tokamata/grammar_walk.hpp"
 #include "tokamata/logits_mask.hpp"
@@ -241,28 +242,22 @@ std::shared_ptr<EarleyCore> make_earley(const GrammarRules& rules, int32_t start
   return std::make_shared<EarleyCore>(earley_tables(rules, start), max_items, max_sets);
 }
 
-// start(allowed_id, known_states) -> (state, accepting: bytes, keys: int64 bytes of the lexer
-// states it added); the terminals ending at a lexer state come from the native lexer DFA.
+// terminals: the arena id of each terminal tagged with its index (0, NOTHING: a special
+// token); start states and the terminals ending at a lexer state come from the native lexer
+// DFA (lexer_starts.hpp): no callback into Python.
 std::shared_ptr<GrammarCore> make_grammar_core(std::shared_ptr<RegexCore> lexer, std::shared_ptr<SharedEventCache> shared,
-                                               std::shared_ptr<EarleyCore> parser, U8Array ignored,
-                                               nb::object start, std::shared_ptr<DerivativeDfa> lexer_dfa,
-                                               int64_t max_mask_work) {
+                                               std::shared_ptr<EarleyCore> parser, U8Array ignored, I32Array terminals,
+                                               std::shared_ptr<DerivativeDfa> lexer_dfa, int64_t max_mask_work) {
   if (max_mask_work < 1) throw nb::value_error("max_mask_work must be positive");
-  RegexCore* core = lexer.get();
-  GrammarCore::StartFn start_fn = [start, core](int32_t allowed_id) {
-    nb::gil_scoped_acquire acquire;
-    LazyDfa& dfa = core->dfa();
-    nb::tuple parts = nb::cast<nb::tuple>(start(allowed_id, dfa.num_states()));
-    const int32_t state = nb::cast<int32_t>(parts[0]);
-    nb::bytes accepting = nb::cast<nb::bytes>(parts[1]);
-    nb::bytes keys = nb::cast<nb::bytes>(parts[2]);
-    if (keys.size() != accepting.size() * 8) throw std::logic_error("start: one key per new state");
-    dfa.add_states(reinterpret_cast<const uint8_t*>(accepting.c_str()),
-                   reinterpret_cast<const int64_t*>(keys.c_str()), static_cast<int32_t>(accepting.size()));
-    return state;
-  };
-  GrammarCore::EndsFn ends_fn = [lexer_dfa](int32_t state, std::vector<int32_t>& out) { out = lexer_dfa->ends(state); };
   std::vector<uint8_t> ignore(ignored.data(), ignored.data() + ignored.shape(0));
+  GrammarCore::StartFn start_fn;
+  try {
+    start_fn = native_starts(lexer_dfa, lexer.get(), parser,
+                             std::vector<int32_t>(terminals.data(), terminals.data() + terminals.shape(0)), ignore);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
+  }
+  GrammarCore::EndsFn ends_fn = [lexer_dfa](int32_t state, std::vector<int32_t>& out) { out = lexer_dfa->ends(state); };
   return std::make_shared<GrammarCore>(std::move(lexer), std::move(shared), std::move(parser), std::move(ignore),
                                        std::move(start_fn), std::move(ends_fn), max_mask_work);
 }
@@ -483,6 +478,8 @@ NB_MODULE(_core, m) {
         }
       }), "arena"_a, "class_starts"_a, "key_base"_a, "max_states"_a, "max_seconds"_a)
       .def("intern_state", &DerivativeDfa::intern_state, "node"_a, Release())
+      .def("start", [](DerivativeDfa& d, I32Array nodes) { return d.start(nodes.data(), nodes.shape(0)); },
+           "nodes"_a, Release())
       .def("step", &DerivativeDfa::step, "state"_a, "byte"_a, Release())
       .def("ends", &DerivativeDfa::ends, "state"_a, Release())
       .def("key", &DerivativeDfa::key, "state"_a, Release())
@@ -529,7 +526,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<GrammarCore>(m, "GrammarCore")
       .def(nb::new_(&make_grammar_core), "lexer"_a, "shared_events"_a.none(), "parser"_a, "ignored"_a,
-           "start"_a, "lexer_dfa"_a, "max_mask_work"_a = INT64_MAX)
+           "terminals"_a, "lexer_dfa"_a, "max_mask_work"_a = INT64_MAX)
       .def("inside_row", [](GrammarCore& g, int32_t state, Words out) {
         RegexCore& core = g.lexer();
         check_words(out, core);

@@ -55,6 +55,25 @@ int32_t DerivativeDfa::intern_state(int32_t node) {
   return add_state(node);
 }
 
+int32_t DerivativeDfa::start(const int32_t* nodes, size_t count) {
+  Lock lock(arena_->mutex());
+  for (size_t i = 0; i < count; ++i) arena_->check(nodes[i]);
+  const int32_t node = arena_->alternation(nodes, count);
+  return node == ExprArena::kNothingId ? kDead : add_state(node);
+}
+
+void DerivativeDfa::register_states(LazyDfa& dfa) {
+  Lock lock(arena_->mutex());
+  const int32_t known = dfa.num_states();
+  const int32_t have = static_cast<int32_t>(nodes_.size());
+  if (have > known) {
+    std::vector<uint8_t> flags;
+    std::vector<int64_t> keys(static_cast<size_t>(have - known), kKeyLater);
+    for (int32_t s = known; s < have; ++s) flags.push_back(arena_->nullable(nodes_[s]) ? 1 : 0);
+    dfa.add_states(flags.data(), keys.data(), have - known);
+  }
+}
+
 int32_t DerivativeDfa::node(int32_t state) {
   Lock lock(arena_->mutex());
   if (state < 0 || static_cast<size_t>(state) >= nodes_.size()) throw std::out_of_range("lexer state out of range");
@@ -128,14 +147,7 @@ void DerivativeDfa::expand(LazyDfa& dfa, int32_t state, int32_t cls) {
     computed = count;
     for (size_t i = 0; i < count; ++i) target(state, own_[state], i);
   }
-  const int32_t known = dfa.num_states();
-  const int32_t have = static_cast<int32_t>(nodes_.size());
-  if (have > known) {
-    std::vector<uint8_t> flags;
-    std::vector<int64_t> keys(static_cast<size_t>(have - known), kKeyLater);
-    for (int32_t s = known; s < have; ++s) flags.push_back(arena_->nullable(nodes_[s]) ? 1 : 0);
-    dfa.add_states(flags.data(), keys.data(), have - known);
-  }
+  register_states(dfa);
   const std::vector<int32_t>& targets = own_[state].targets;
   for (size_t i = 0; i < count; ++i) {
     if (i >= computed && i != requested) continue;

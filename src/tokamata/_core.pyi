@@ -3,7 +3,7 @@
 Plain data only: flat uint8/int32/int64 numpy arrays in, caller-owned int32 bitmasks out.
 """
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -91,6 +91,8 @@ class DerivativeDfa:
     def __init__(self, arena: ExprArena, class_starts: npt.NDArray[np.int32], key_base: int, max_states: int,
                  max_seconds: float) -> None: ...
     def intern_state(self, node: int) -> int: ...
+    def start(self, nodes: npt.NDArray[np.int32]) -> int:
+        """The state of the alternation of ``nodes`` (added if new), or -1 for NOTHING."""
     def step(self, state: int, byte: int) -> int:
         """The next state, or -1 (dead)."""
     def ends(self, state: int) -> list[int]: ...
@@ -153,12 +155,12 @@ class GrammarCore:
     """A grammar's lexer DFA (a RegexCore) with its parser: inside rows and crossing walks."""
 
     def __init__(self, lexer: RegexCore, shared_events: SharedEventCache | None, parser: EarleyCore,
-                 ignored: npt.NDArray[np.uint8], start: Callable[[int, int], tuple[int, bytes, bytes]],
-                 lexer_dfa: DerivativeDfa, max_mask_work: int = ...) -> None:
-        """``start(allowed_id, known_states)``: the lexer state a lexeme starts in after a
-        parser state whose allowed set is ``allowed_id``, with the accepting flags and keys
-        of the lexer states added since ``known_states``. ``max_mask_work``: steps one
-        crossing walk may take (``LimitExceeded`` past it)."""
+                 ignored: npt.NDArray[np.uint8], terminals: npt.NDArray[np.int32], lexer_dfa: DerivativeDfa,
+                 max_mask_work: int = ...) -> None:
+        """``terminals``: the arena id of each terminal tagged with its index (0: a special
+        token); the walks make lexer start states from them natively (no callback into
+        Python). ``max_mask_work``: steps one crossing walk may take (``LimitExceeded`` past
+        it)."""
     def inside_row(self, state: int, out: npt.NDArray[np.uint32]) -> int:
         """Overwrite ``out`` with the tokens that keep lexer state ``state`` live."""
     def crossing(self, parser: int, state: int, out: npt.NDArray[np.uint32]) -> int:

@@ -173,17 +173,10 @@ class Constraint:
             ignored = np.zeros(len(grammar.terminals), dtype=np.uint8)
             if grammar.ignore:  # (numpy's indexing by an empty list costs more than the whole rest)
                 ignored[list(grammar.ignore)] = 1
-            # the C++ core holds its callback through a weak reference, so that it does not keep
-            # this constraint alive (a cycle through C++ is invisible to Python's collector)
-            this = weakref.ref(self)
-
-            def start_callback(allowed_id: int, known: int):
-                owner = this()
-                assert owner is not None  # (the core that calls this belongs to the constraint)
-                return owner._start_callback(allowed_id, known)
-
+            # the walks make lexer start states natively from the tagged terminals (no
+            # callback into Python)
             grammar_core = _core.GrammarCore(lexer_core, shared_events(vocab), self.parser.core, ignored,
-                                             start_callback, self.lexer.dfa, limits.max_mask_work)
+                                             self.lexer.terminal_nodes(), self.lexer.dfa, limits.max_mask_work)
         #: the crossing walks' core (None for the regular strategy): walk_steps, dense_walks
         self.grammar_core = grammar_core
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
@@ -297,13 +290,6 @@ class Constraint:
                 state = self.lexer.start(self._earley().allowed_by_id(allowed_id) | frozenset(self.grammar.ignore))
                 self._starts[allowed_id] = state
         return state
-
-    def _start_callback(self, allowed_id: int, known: int):
-        """The C++ core's callback for a lexer start state it has not seen: the state, and
-        the records of the lexer states added since ``known``."""
-        state = self._start_of(allowed_id)
-        accepting, keys = self.lexer.state_records(known)
-        return state, accepting, keys
 
     # ----------------------------------------------------------- sizes
 

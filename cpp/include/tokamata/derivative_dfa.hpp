@@ -13,7 +13,7 @@
 //   fed by expand() holds exactly the transitions the Python engine would compute, with the
 //   same targets (targets are identified by their expression).
 // - States built outside an expansion (start states, steps asked by Python) are registered
-//   with the LazyDfa by the next expand() or by the caller (pending states, as before).
+//   with the LazyDfa by the next expand() or by the caller (register_states).
 // - A state's key is key_base + the id of its expression without tags (untagged): equal keys
 //   mean equal languages. key_base keeps the keys of one arena apart from those of another
 //   and from the Python engine's.
@@ -46,6 +46,13 @@ class DerivativeDfa {
   // The state of `node` (added if new); node must not be NOTHING and its leaves must be
   // among those the classes were made from.
   int32_t intern_state(int32_t node);
+  // The state of the alternation of `nodes` (the arena's constructor normalizes it as
+  // derivatives.alternation does, so it is the state Python's Lexer.start interns for the same
+  // members), added if new; kDead when the alternation is NOTHING.
+  int32_t start(const int32_t* nodes, size_t count);
+  // Registers with `dfa` the states it does not know yet (accepting flags; keys later): what
+  // expand() does for the states it adds, for states added by start() or intern_state().
+  void register_states(LazyDfa& dfa);
   int32_t node(int32_t state);
   bool accepting(int32_t state);
   // The LazyDfa expander: computes (state, cls) and its neighbours, registers new states.

@@ -7,9 +7,9 @@
 //   EarleyCore handle. At a boundary, each terminal ending there is handed to the parser
 //   (ignored terminals leave it unchanged) and the next lexeme starts in the lexer state made
 //   for the terminals the new parser state allows (start(allowed set id), kDead if none).
-// - ends() and start() are computed by Python callbacks the first time (they build lexer
-//   states) and cached here; start() returns states the DFA already knows (the callback
-//   registers them).
+// - ends() and start() are computed by the functions given (the native lexer DFA's ends, and
+//   lexer_starts.hpp's start states) the first time and cached here; start() returns states
+//   the LazyDfa already knows (the start function registers them).
 // - events(s) lists, for lexer state s, every trie node (with children) whose path leads s to an
 //   accepting state: the places where a lexeme may end strictly inside a token. Computed once per
 //   state by a trie walk, cached. With the vocabulary's slices (token_slices.hpp), nodes whose
@@ -38,9 +38,8 @@
 //   row whole: the plain walk cannot skip them). Both give exactly inside(state) | crossing.
 // - Every walk counts its steps and throws LimitError("max_mask_work") past max_work
 //   (Limits.max_mask_work), at once: a mask never runs for seconds.
-// - Walks hold the lexer core's compute mutex (they expand the lexer DFA, natively) and run
-//   without the GIL; the boundary callback (start states for new allowed-terminal sets)
-//   re-acquires it.
+// - Walks hold the lexer core's compute mutex (they expand the lexer DFA and make its start
+//   states, natively) and run without the GIL: nothing in a walk calls back into Python.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -138,7 +137,7 @@ class GrammarCore {
   // Terminals that may end at lexer state `state` (cached).
   const std::vector<int32_t>& ends_of(int32_t state);
   // The lexer state a lexeme starts in after parser state `parser` (kDead: none; cached per
-  // allowed set, asked of the start callback the first time).
+  // allowed set, asked of the start function the first time).
   int32_t start_of(int32_t parser);
   // The parser state after a lexeme of `terminal` from `parser` (-1: not allowed); ignored
   // terminals leave the parser where it is.

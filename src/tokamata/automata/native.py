@@ -77,7 +77,11 @@ class Bridge:
         if found >> 32 == self.generation:
             return found & 0xFFFFFFFF
         # (no lock: the arena dedupes, so a race at worst imports a node twice)
-        return _import(self, node)
+        return _import(self, (node,))[0]
+
+    def to_arena_many(self, nodes: "list[d.Expr]") -> list[int]:
+        """The arena ids of ``nodes``, imported in one batch (what ``to_arena`` does for each)."""
+        return _import(self, nodes)
 
 
 def _limbs(value: int, records: array) -> None:
@@ -98,8 +102,8 @@ def _limbs(value: int, records: array) -> None:
 ARENA_NODES_KEPT = 400_000
 
 
-def _import(bridge: Bridge, node: d.Expr) -> int:
-    """Import ``node``'s subterms not imported yet in one batch. While the batch is built,
+def _import(bridge: Bridge, nodes: "tuple[d.Expr, ...] | list[d.Expr]") -> list[int]:
+    """Import the subterms of ``nodes`` not imported yet in one batch; their arena ids. While the batch is built,
     its nodes' ``_native`` is negative, ``-1 - (batch << 32 | index)``; the arena ids replace
     it once the arena has them (another thread may import the same nodes meanwhile: its batch
     number differs, and hash-consing makes the double import harmless)."""
@@ -112,7 +116,7 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
     CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.BYTES, d.Kind.UTF8
     AND, DIFF, UNTIL, DECMOD = d.Kind.AND, d.Kind.DIFF, d.Kind.UNTIL, d.Kind.DECMOD
     SUBSTRING = d.Kind.SUBSTRING
-    stack = [node]
+    stack = list(reversed(nodes))
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
         memo = top._native
@@ -185,7 +189,7 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
         ids = bridge.arena.import_nodes(np.frombuffer(records, dtype=np.int32))
         for expr, ident in zip(order, ids):
             expr._native = mark | ident
-    return node._native & 0xFFFFFFFF
+    return [node._native & 0xFFFFFFFF for node in nodes]
 
 
 _batches = itertools.count()

@@ -20,7 +20,11 @@ Invariants:
   every state the DFA builds, while compiling and while decoding.
 - ``start(terminals)`` is the state for "a lexeme of one of these terminals begins here"; it
   is ``DEAD`` when none of them is a text terminal. Start states are added to the DFA's state
-  list like any other state; the C++ side learns of them through ``state_records``.
+  list like any other state. ``start`` builds the alternation with the Python derivative
+  module; the C++ walks make the same states natively (``_core.GrammarCore`` over
+  ``terminal_nodes()``, the tagged terminals' arena ids, cpp lexer_starts.hpp): the arena
+  normalizes an alternation as ``derivatives.alternation`` does, so both give one state for
+  one set, whichever comes first.
 """
 
 from __future__ import annotations
@@ -56,8 +60,8 @@ class Lexer:
         self._tagged: dict[int, d.Expr] = {}  # index -> tagged(expr, index), made when a start state needs it
         self.bridge = native.bridge()
         # the classes of every terminal's leaves refine those of every state (a tag does not
-        # change them; terminals are tagged and imported into the arena only when a start
-        # state first needs them)
+        # change them; terminals are tagged and imported into the arena when a start state,
+        # or terminal_nodes() for the native ones, first needs them)
         starts = global_class_starts(*(terminal.expr for terminal in grammar.terminals if terminal.expr is not None))
         self.dfa = _core.DerivativeDfa(self.bridge.arena, np.asarray(starts, dtype=np.int32), self.bridge.key_base,
                                        limits.max_dfa_states, remaining_seconds(limits))
@@ -72,6 +76,12 @@ class Lexer:
             state = DEAD if expr is d.NOTHING else self.dfa.intern_state(self.bridge.to_arena(expr))
             self._starts[terminals] = state
         return state
+
+    def terminal_nodes(self) -> np.ndarray:
+        """The arena id of every terminal tagged with its index (0, ``NOTHING``: a special
+        token), imported in one batch: what the native start states are made of."""
+        tagged = [self._tagged_terminal(index) for index in range(len(self._terminals))]
+        return np.asarray(self.bridge.to_arena_many(tagged), dtype=np.int32)
 
     def _tagged_terminal(self, index: int) -> d.Expr:
         """Terminal ``index`` tagged with its index (``NOTHING`` for a special token)."""
