@@ -558,6 +558,12 @@ NB_MODULE(_core, m) {
         nb::gil_scoped_release release;
         return g.plain_walk({Config{parser, state}}, bits);
       }, "parser"_a, "state"_a, "out"_a.noconvert())
+      .def("start_of", [](GrammarCore& g, int32_t parser) {
+        if (parser < 0 || parser >= g.parser().num_handles()) throw nb::value_error("parser state out of range");
+        nb::gil_scoped_release release;
+        std::lock_guard<std::mutex> guard(g.lexer().compute_mutex());
+        return g.start_of(parser);
+      }, "parser"_a)
       .def("num_events", [](GrammarCore& g, int32_t state) {
         check_state(g.lexer(), state);
         nb::gil_scoped_release release;

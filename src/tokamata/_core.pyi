@@ -168,6 +168,9 @@ class GrammarCore:
     def plain_walk(self, parser: int, state: int, out: npt.NDArray[np.uint32]) -> int:
         """OR into ``out`` the inside row and the crossing of ``(parser, state)`` by one plain
         walk of the whole trie (what a lexer state's first mask takes)."""
+    def start_of(self, parser: int) -> int:
+        """The lexer state a lexeme starts in after parser state ``parser`` (-1: none), as
+        the walks make it (natively, cached per allowed set)."""
     def num_events(self, state: int) -> int: ...
     def register_states(self, known: int, accepting: npt.NDArray[np.uint8], keys: npt.NDArray[np.int64]) -> None: ...
     @property
