@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import tokamata
 from tokamata.automata.dfa import DEAD
+from tokamata.grammar.lexer import Lexer
 
 from real_tokenizers import gpt2
 
@@ -127,3 +128,39 @@ def test_cold_masks_and_consumes_call_no_python(name):
     for token in gpt2().encode(text):
         assert _python_calls(lambda: m.consume(token)) == []
         assert _python_calls(lambda: m.fill_bitmask(bitmask)) == []
+
+
+def test_start_states_count_against_max_dfa_states():
+    c = constraint("c_like")
+    lexer = Lexer(c.grammar, tokamata.Limits(max_dfa_states=3))
+    nodes = lexer.terminal_nodes()
+    texts = [t for t, terminal in enumerate(c.grammar.terminals) if terminal.expr is not None]
+    states = [lexer.dfa.start(nodes[[t]]) for t in texts[:3]]
+    assert states == [0, 1, 2]
+    with pytest.raises(tokamata.LimitExceeded) as error:
+        lexer.dfa.start(nodes[[texts[3]]])
+    assert (error.value.limit, error.value.value, error.value.bound) == ("max_dfa_states", 4, 3)
+    assert lexer.dfa.start(nodes[[texts[1]]]) == 1  # (a known state is no new state)
+
+
+def test_a_walk_past_max_dfa_states_raises_limit_exceeded():
+    """Small DFA budgets fail in the mask walk (start states and derivatives alike), as
+    LimitExceeded, never as another error; the budget that lets the constraint compile but
+    not decode exists."""
+    failed_in_walk = 0
+    for bound in range(1, 30):
+        limits = tokamata.Limits(max_dfa_states=bound)
+        try:
+            c = tokamata.compile_grammar((ROOT / "tests/data/grammars/c_like.lark").read_text(), BYTES, limits=limits)
+        except tokamata.LimitExceeded as error:
+            assert error.limit == "max_dfa_states"
+            continue
+        m = c.matcher()
+        try:
+            for byte in b"int main() { return 0; }":
+                m.allowed_tokens()
+                assert m.consume(byte)
+        except tokamata.LimitExceeded as error:
+            assert error.limit == "max_dfa_states"
+            failed_in_walk += 1
+    assert failed_in_walk > 0
