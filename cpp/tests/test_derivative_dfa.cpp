@@ -17,6 +17,9 @@
 //   requested interval; classes coarser than one per byte give the same rows.
 // - walk_trie ORs into the row and reports (node, state) for every live node with children
 //   whose state accepts, in DFS order.
+// - start(nodes) is the state of the arena alternation of the nodes (order, repeats and NOTHING
+//   do not matter; kDead when nothing is left), and register_states tells the core's LazyDfa
+//   of the states it lacks (lexer_starts.hpp's start states).
 // - limits: more states than max_states (DerivativeDfa or LazyDfa) and time past max_seconds
 //   raise LimitError(name, value, bound).
 #include <algorithm>
@@ -381,6 +384,38 @@ TEST(dfa_states_keys_ends_and_argument_checks) {
   CHECK_THROWS(DerivativeDfa(arena, decreasing, 3, 0, 10, 1.0), std::invalid_argument);
   const Vocabulary v = dfa_vocabulary();
   CHECK_THROWS(make_native_core(v.trie(), nullptr, make_lexer(arena, two.id), {v.vocab_size}, 10), std::invalid_argument);
+}
+
+TEST(dfa_start_states_are_the_interned_alternation_and_register_with_the_core) {
+  auto arena = std::make_shared<ExprArena>();
+  RegexBuilder b(*arena);
+  const Regex ab = b.tagged(b.literal("ab"), 0), as = b.tagged(b.plus(b.literal("a")), 1), c = b.tagged(b.literal("c"), 2);
+  auto lexer = make_lexer(arena, ab.id);  // state 0: one terminal
+  const Vocabulary v = dfa_vocabulary();
+  auto core = make_native_core(v.trie(), nullptr, lexer, {eos_of(v)}, 1000);
+  CHECK_EQ(core->dfa().num_states(), 1);
+  // a single member is its own state; members in any order, repeated or with NOTHING, are one state
+  CHECK_EQ(lexer->start(std::vector<int32_t>{ab.id}.data(), 1), 0);
+  const std::vector<int32_t> three{c.id, ab.id, as.id}, shuffled{as.id, ExprArena::kNothingId, c.id, ab.id, as.id};
+  const int32_t state = lexer->start(three.data(), three.size());
+  CHECK_EQ(state, 1);
+  CHECK_EQ(lexer->start(shuffled.data(), shuffled.size()), state);
+  CHECK_EQ(lexer->node(state), arena->alternation(three.data(), three.size()));
+  CHECK_EQ(lexer->intern_state(arena->alternation(shuffled.data(), shuffled.size())), state);
+  CHECK_EQ(lexer->ends(lexer->step(state, 'a')), (std::vector<int32_t>{1}));
+  // nothing to start: dead, and no state added
+  const std::vector<int32_t> none{ExprArena::kNothingId};
+  CHECK_EQ(lexer->start(none.data(), none.size()), kDead);
+  CHECK_EQ(lexer->start(nullptr, 0), kDead);
+  CHECK_THROWS(lexer->start(std::vector<int32_t>{-1}.data(), 1), std::out_of_range);
+  // the core learns of the new states (with their accepting flags) only when told
+  const int32_t before = core->dfa().num_states();
+  CHECK(before < lexer->num_states());
+  lexer->register_states(core->dfa());
+  CHECK_EQ(core->dfa().num_states(), lexer->num_states());
+  for (int32_t s = 0; s < lexer->num_states(); ++s) CHECK_EQ(core->dfa().accepting(s), lexer->accepting(s));
+  lexer->register_states(core->dfa());  // (nothing new: nothing added)
+  CHECK_EQ(core->dfa().num_states(), lexer->num_states());
 }
 
 TEST(dfa_limit_errors_name_value_and_bound) {

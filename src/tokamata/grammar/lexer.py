@@ -29,14 +29,12 @@ Invariants:
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 
 from .. import _core
 from ..automata import derivatives as d
 from ..automata import native
-from ..automata.dfa import DEAD, KEY_LATER, global_class_starts
+from ..automata.dfa import DEAD, global_class_starts
 from ..deadline import remaining_seconds
 from ..limits import Limits
 from .ir import Grammar
@@ -105,11 +103,6 @@ class Lexer:
     @property
     def num_states(self) -> int:
         return self.dfa.num_states
-
-    def state_records(self, first: int) -> tuple[bytes, bytes]:
-        """Accepting flags and (deferred) keys of the states from ``first`` on, for the core."""
-        accepting = self.dfa.accepting_from(first)
-        return accepting, (array("q", [KEY_LATER]) * len(accepting)).tobytes()
 
 
 def untagged(node: d.Expr) -> d.Expr:
