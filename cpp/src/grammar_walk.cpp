@@ -341,6 +341,146 @@ void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* 
   }
 }
 
+namespace {
+// Sets of configurations, interned to ids (each set sorted and deduplicated), with memoized
+// transitions per byte class: the configurations of a trie level form one set, and the set of
+// the child level is a function of the set and the child's byte. Scratch of one walk.
+class ConfigSets {
+ public:
+  explicit ConfigSets(int32_t num_classes) : classes_(static_cast<size_t>(num_classes)), slots_(64, -1) {
+    offsets_.push_back(0);
+  }
+  // The id of the set of `configs` (sorted and deduplicated in place), kDead when empty.
+  int32_t intern(std::vector<Config>& configs) {
+    if (configs.empty()) return kDead;
+    std::sort(configs.begin(), configs.end());
+    configs.erase(std::unique(configs.begin(), configs.end()), configs.end());
+    uint64_t hash = configs.size();
+    for (const Config& c : configs) {
+      hash = (hash ^ static_cast<uint32_t>(c.parser)) * 0x9E3779B97F4A7C15ull;
+      hash = (hash ^ static_cast<uint32_t>(c.state)) * 0xC2B2AE3D27D4EB4Full;
+    }
+    size_t mask = slots_.size() - 1;
+    size_t i = static_cast<size_t>(hash >> 20) & mask;
+    for (; slots_[i] >= 0; i = (i + 1) & mask) {
+      const int32_t id = slots_[i];
+      if (hashes_[id] == hash && size(id) == configs.size() &&
+          std::equal(configs.begin(), configs.end(), members_.begin() + offsets_[id])) {
+        return id;
+      }
+    }
+    const auto id = static_cast<int32_t>(hashes_.size());
+    members_.insert(members_.end(), configs.begin(), configs.end());
+    offsets_.push_back(static_cast<uint32_t>(members_.size()));
+    hashes_.push_back(hash);
+    next_.resize(next_.size() + classes_, kUnknown);
+    leaf_.resize(leaf_.size() + classes_, -1);
+    slots_[i] = id;
+    if (hashes_.size() * 2 > slots_.size()) grow();
+    return id;
+  }
+  size_t size(int32_t id) const { return offsets_[id + 1] - offsets_[id]; }
+  const Config* members(int32_t id) const { return members_.data() + offsets_[id]; }
+  // the set after a byte of class `cls` (kUnknown: not computed yet; kDead: empty)
+  int32_t& next(int32_t id, int32_t cls) { return next_[static_cast<size_t>(id) * classes_ + static_cast<size_t>(cls)]; }
+  // whether some configuration takes a byte of class `cls` (-1: not computed yet)
+  int8_t& leaf(int32_t id, int32_t cls) { return leaf_[static_cast<size_t>(id) * classes_ + static_cast<size_t>(cls)]; }
+
+ private:
+  void grow() {
+    std::vector<int32_t> old(slots_.size() * 2, -1);
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (int32_t id : old) {
+      if (id < 0) continue;
+      size_t i = static_cast<size_t>(hashes_[id] >> 20) & mask;
+      while (slots_[i] >= 0) i = (i + 1) & mask;
+      slots_[i] = id;
+    }
+  }
+  size_t classes_;
+  std::vector<Config> members_;
+  std::vector<uint32_t> offsets_;
+  std::vector<uint64_t> hashes_;
+  std::vector<int32_t> next_;
+  std::vector<int8_t> leaf_;
+  std::vector<int32_t> slots_;
+};
+
+// One DFS of the whole trie from the root with the configurations `roots`: walk_below's
+// answer from the root, but each level holds one interned set of configurations and a child's
+// set is a memoized transition of its parent's set, so a node costs one table load once the
+// walk has met its (set, byte class), whatever the number of configurations. A leaf only asks
+// whether some configuration takes its byte (memoized too), so boundaries at leaves (where no
+// byte follows) are never handed to the parser. Work is counted as walk_below counts it: the
+// configurations at the level, per node.
+template <class Spend, class After>
+void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& roots, uint32_t* bits,
+                      Spend spend, After after) {
+  const TrieNode* nodes = trie.nodes().data();
+  const int32_t* token_ids = trie.token_ids().data();
+  const uint8_t* class_map = dfa.class_map();
+  ConfigSets sets(dfa.num_classes());
+  const int32_t root = sets.intern(roots);
+  if (root < 0) return;
+  std::vector<Config> scratch;
+  std::vector<int32_t> stack(1, root);  // the set of each open level
+  const size_t end = nodes[0].subtree_size;
+  size_t p = 1;
+  while (p < end) {
+    const TrieNode& node = nodes[p];
+    const int32_t cls = class_map[node.byte];
+    const int32_t set = stack.back();
+    spend(static_cast<int64_t>(sets.size(set)));
+    bool live;
+    int32_t next = kDead;
+    if (node.subtree_size == 1) {
+      int8_t known = sets.leaf(set, cls);
+      if (known < 0) {
+        known = 0;
+        const Config* c = sets.members(set);
+        for (size_t i = 0, n = sets.size(set); i < n && !known; ++i) known = dfa.step_class(c[i].state, cls) >= 0;
+        sets.leaf(set, cls) = known;
+      }
+      live = known != 0;
+    } else {
+      next = sets.next(set, cls);
+      if (next == kUnknown) {
+        scratch.clear();
+        for (size_t i = 0, n = sets.size(set); i < n; ++i) {
+          const Config c = sets.members(set)[i];  // (copied: interning may move members)
+          const int32_t state = dfa.step_class(c.state, cls);
+          if (state < 0) continue;
+          scratch.push_back(Config{c.parser, state});
+          if (dfa.accepting(state)) {
+            const std::vector<Config>& boundary = after(c.parser, state);
+            scratch.insert(scratch.end(), boundary.begin(), boundary.end());
+          }
+        }
+        next = sets.intern(scratch);
+        sets.next(set, cls) = next;
+      }
+      live = next >= 0;
+    }
+    if (live) {
+      for (int32_t k = 0; k < node.token_count; ++k) {
+        const int32_t t = token_ids[node.token_begin + k];
+        bits[t >> 5] |= 1u << (t & 31);
+      }
+      if (next >= 0) {  // an inner node: its children follow
+        stack.push_back(next);
+        p += 1;
+        continue;
+      }
+      p += 1;
+    } else {
+      p += node.subtree_size;
+    }
+    for (int32_t k = 1; k < node.num_parents && stack.size() > 1; ++k) stack.pop_back();
+  }
+}
+}  // namespace
+
 // For each group of events (one event state), hands the event's terminal(s) to the parser,
 // steps the resulting configurations over each child byte once, and continues below the
 // children those configurations can enter.
@@ -530,9 +670,8 @@ int64_t GrammarCore::plain_walk(const std::vector<Config>& roots, uint32_t* bits
   return with_targets([&](Targets& targets) {
     std::vector<Config>& buf = walk_buf_;
     buf.assign(roots.begin(), roots.end());
-    std::sort(buf.begin(), buf.end());
-    buf.erase(std::unique(buf.begin(), buf.end()), buf.end());
-    walk_below(0, buf, bits, targets);
+    walk_config_sets(lexer_->trie(), lexer_->dfa(), buf, bits, [&](int64_t steps) { spend(steps); },
+                     [&](int32_t parser, int32_t state) -> const std::vector<Config>& { return targets(parser, state); });
   });
 }
 
