@@ -4,6 +4,7 @@
 #include "tokamata/token_slices.hpp"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 
 namespace tokamata {
@@ -375,6 +376,8 @@ class ConfigSets {
     hashes_.push_back(hash);
     next_.resize(next_.size() + classes_, kUnknown);
     leaf_.resize(leaf_.size() + classes_, -1);
+    fixed_.emplace_back();
+    moved_.emplace_back();
     slots_[i] = id;
     if (hashes_.size() * 2 > slots_.size()) grow();
     return id;
@@ -385,6 +388,9 @@ class ConfigSets {
   int32_t& next(int32_t id, int32_t cls) { return next_[static_cast<size_t>(id) * classes_ + static_cast<size_t>(cls)]; }
   // whether some configuration takes a byte of class `cls` (-1: not computed yet)
   int8_t& leaf(int32_t id, int32_t cls) { return leaf_[static_cast<size_t>(id) * classes_ + static_cast<size_t>(cls)]; }
+  // bytes known to lead the set to itself / to another set (256-bit sets)
+  std::array<uint64_t, 4>& fixed(int32_t id) { return fixed_[static_cast<size_t>(id)]; }
+  std::array<uint64_t, 4>& moved(int32_t id) { return moved_[static_cast<size_t>(id)]; }
 
  private:
   void grow() {
@@ -404,6 +410,7 @@ class ConfigSets {
   std::vector<uint64_t> hashes_;
   std::vector<int32_t> next_;
   std::vector<int8_t> leaf_;
+  std::vector<std::array<uint64_t, 4>> fixed_, moved_;
   std::vector<int32_t> slots_;
 };
 
@@ -412,18 +419,63 @@ class ConfigSets {
 // set is a memoized transition of its parent's set, so a node costs one table load once the
 // walk has met its (set, byte class), whatever the number of configurations. A leaf only asks
 // whether some configuration takes its byte (memoized too), so boundaries at leaves (where no
-// byte follows) are never handed to the parser. Work is counted as walk_below counts it: the
-// configurations at the level, per node.
+// byte follows) are never handed to the parser. A big subtree (TokenTrie::subtree_bytes) all
+// of whose bytes lead the set to itself (the inside of a name, a number, a comment: the lexeme
+// goes on, or ends and the same one starts again) keeps every token below it alive: its
+// tokens are taken without walking it. Work is counted as walk_below counts it: the
+// configurations at the level, per node (a subtree taken whole counts all its nodes).
 template <class Spend, class After>
 void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& roots, uint32_t* bits,
                       Spend spend, After after) {
   const TrieNode* nodes = trie.nodes().data();
+  const size_t num_nodes = trie.nodes().size();
   const int32_t* token_ids = trie.token_ids().data();
+  const auto num_ids = static_cast<int32_t>(trie.token_ids().size());
   const uint8_t* class_map = dfa.class_map();
+  const TokenTrie::SubtreeBytes& below = trie.subtree_bytes();
+  size_t cursor = 0;  // into below.nodes: the walk meets big subtrees in ascending order
   ConfigSets sets(dfa.num_classes());
   const int32_t root = sets.intern(roots);
   if (root < 0) return;
   std::vector<Config> scratch;
+  auto step = [&](int32_t set, int32_t cls) {  // the set after a byte of class cls, memoized
+    int32_t next = sets.next(set, cls);
+    if (next != kUnknown) return next;
+    scratch.clear();
+    for (size_t i = 0, n = sets.size(set); i < n; ++i) {
+      const Config c = sets.members(set)[i];  // (copied: interning may move members)
+      const int32_t state = dfa.step_class(c.state, cls);
+      if (state < 0) continue;
+      scratch.push_back(Config{c.parser, state});
+      if (dfa.accepting(state)) {
+        const std::vector<Config>& boundary = after(c.parser, state);
+        scratch.insert(scratch.end(), boundary.begin(), boundary.end());
+      }
+    }
+    next = sets.intern(scratch);
+    sets.next(set, cls) = next;
+    return next;
+  };
+  // Whether every byte below big node p leads `set` to itself, by transitions the walk has
+  // already computed (an unknown one answers no: the walk goes down and computes it, so this
+  // computes nothing the plain walk would not).
+  auto taken_whole = [&](size_t p, int32_t set) {
+    while (below.nodes[cursor] < p) ++cursor;  // (p is listed: it has a big subtree)
+    const std::array<uint64_t, 4>& bytes = below.bytes[cursor];
+    for (int w = 0; w < 4; ++w) {
+      if (bytes[w] & sets.moved(set)[w]) return false;
+    }
+    for (int w = 0; w < 4; ++w) {
+      for (uint64_t todo = bytes[w] & ~sets.fixed(set)[w]; todo; todo &= todo - 1) {
+        const int bit = __builtin_ctzll(todo);
+        const int32_t next = sets.next(set, class_map[w * 64 + bit]);
+        if (next == kUnknown) return false;
+        (next == set ? sets.fixed(set) : sets.moved(set))[w] |= 1ull << bit;
+        if (next != set) return false;
+      }
+    }
+    return true;
+  };
   std::vector<int32_t> stack(1, root);  // the set of each open level
   const size_t end = nodes[0].subtree_size;
   size_t p = 1;
@@ -444,22 +496,7 @@ void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& 
       }
       live = known != 0;
     } else {
-      next = sets.next(set, cls);
-      if (next == kUnknown) {
-        scratch.clear();
-        for (size_t i = 0, n = sets.size(set); i < n; ++i) {
-          const Config c = sets.members(set)[i];  // (copied: interning may move members)
-          const int32_t state = dfa.step_class(c.state, cls);
-          if (state < 0) continue;
-          scratch.push_back(Config{c.parser, state});
-          if (dfa.accepting(state)) {
-            const std::vector<Config>& boundary = after(c.parser, state);
-            scratch.insert(scratch.end(), boundary.begin(), boundary.end());
-          }
-        }
-        next = sets.intern(scratch);
-        sets.next(set, cls) = next;
-      }
+      next = step(set, cls);
       live = next >= 0;
     }
     if (live) {
@@ -467,12 +504,19 @@ void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& 
         const int32_t t = token_ids[node.token_begin + k];
         bits[t >> 5] |= 1u << (t & 31);
       }
-      if (next >= 0) {  // an inner node: its children follow
+      if (next < 0) {  // a leaf
+        p += 1;
+      } else if (node.subtree_size >= TokenTrie::kBytesSubtree && taken_whole(p, next)) {  // all alive below
+        const size_t last = p + node.subtree_size;
+        const int32_t to = last < num_nodes ? nodes[last].token_begin : num_ids;
+        for (int32_t i = nodes[p + 1].token_begin; i < to; ++i) bits[token_ids[i] >> 5] |= 1u << (token_ids[i] & 31);
+        spend(static_cast<int64_t>(sets.size(next)) * static_cast<int64_t>(node.subtree_size - 1));
+        p = last;
+      } else {
         stack.push_back(next);
         p += 1;
         continue;
       }
-      p += 1;
     } else {
       p += node.subtree_size;
     }

@@ -106,6 +106,28 @@ int64_t TokenTrie::find(const uint8_t* data, int64_t length, size_t from) const 
   return static_cast<int64_t>(p);
 }
 
+const TokenTrie::SubtreeBytes& TokenTrie::subtree_bytes() const {
+  std::call_once(subtree_bytes_once_, [this] {
+    auto out = std::make_unique<SubtreeBytes>();
+    const size_t n = nodes_.size();
+    std::vector<std::array<uint64_t, 4>> below(n, std::array<uint64_t, 4>{0, 0, 0, 0});
+    for (size_t p = n; p-- > 0;) {  // children come after their parent: they are done first
+      const size_t end = p + nodes_[p].subtree_size;
+      for (size_t child = p + 1; child < end; child += nodes_[child].subtree_size) {
+        for (int w = 0; w < 4; ++w) below[p][w] |= below[child][w];
+        below[p][nodes_[child].byte >> 6] |= 1ull << (nodes_[child].byte & 63);
+      }
+    }
+    for (size_t p = 0; p < n; ++p) {
+      if (nodes_[p].subtree_size < kBytesSubtree) continue;
+      out->nodes.push_back(static_cast<uint32_t>(p));
+      out->bytes.push_back(below[p]);
+    }
+    subtree_bytes_ = std::move(out);
+  });
+  return *subtree_bytes_;
+}
+
 void TokenTrie::drop_token_bytes() {
   std::vector<uint8_t>().swap(bytes_);
   std::vector<int64_t>().swap(offsets_);

@@ -8,9 +8,15 @@
 // - A node lists every token id whose bytes spell the path to it (several ids may share
 //   bytes). Only text tokens are in the trie: special tokens and padding never are.
 // - Token bytes are kept (one buffer + offsets, indexed by token id) for consume().
+// - subtree_bytes() lists the nodes whose subtree has at least kBytesSubtree nodes, ascending,
+//   each with the set of bytes on the edges strictly below it (computed once, on first use):
+//   a walk whose state no such byte changes may take the whole subtree without walking it.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace tokamata {
@@ -54,6 +60,14 @@ class TokenTrie {
   // Frees the token bytes of a trie that is only ever walked (token_data, token_length,
   // in_trie and node paths must not be used afterwards).
   void drop_token_bytes();
+  // The nodes with at least kBytesSubtree nodes in their subtree (ascending) and, for each,
+  // the bytes strictly below it as a 256-bit set (bit b of word b / 64). Thread-safe.
+  static constexpr uint32_t kBytesSubtree = 8;
+  struct SubtreeBytes {
+    std::vector<uint32_t> nodes;
+    std::vector<std::array<uint64_t, 4>> bytes;
+  };
+  const SubtreeBytes& subtree_bytes() const;
 
  private:
   std::vector<TrieNode> nodes_;
@@ -66,6 +80,8 @@ class TokenTrie {
   int32_t num_tokens_;
   int32_t vocab_size_;
   int32_t max_depth_ = 0;
+  mutable std::once_flag subtree_bytes_once_;
+  mutable std::unique_ptr<SubtreeBytes> subtree_bytes_;
 };
 
 }  // namespace tokamata
