@@ -37,6 +37,20 @@ def test_single_character_classes_match_re_everywhere(pattern):
     assert node.charset == matching_set(pattern)
 
 
+#: one character under IGNORECASE (ignore_case asks re only about the character's case kin):
+#: ASCII letters and others, and letters whose case partners lie outside their own pair
+CASE_KIN = (["(?i)" + re.escape(c) for c in "aksyzAKSZ0_-."]
+            + ["(?i)" + c for c in "ßẞſİıΣσςµÅǅΘϑιͅΩﬀﬅẛṡ\u212a\U00010400\U0001e900"]
+            + ["(?ia)" + c for c in "kKsSİſ\u212a"])
+
+
+@pytest.mark.parametrize("pattern", CASE_KIN, ids=ascii)
+def test_one_case_insensitive_character_matches_re_everywhere(pattern):
+    node = parse_regex(pattern, Limits())
+    assert isinstance(node, Chars)
+    assert node.charset == matching_set(pattern)
+
+
 def test_set_operations():
     a = cs.normalize([(5, 10), (1, 3), (4, 4), (20, 30)])
     assert a == ((1, 10), (20, 30))

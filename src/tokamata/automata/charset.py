@@ -143,12 +143,44 @@ def ignore_case(charset: CharSet, source: str, flags: int) -> CharSet:
     ``charset`` is what ``source`` matches without the flag. Code points outside every case
     mapping keep their plain membership; each case-related one is asked of ``re`` directly.
     """
-    related = _case_related()
     compiled = re.compile(source, (flags | re.IGNORECASE) & ~re.VERBOSE)
-    text = _case_related_text()
-    matched = [related[m.start()] for m in compiled.finditer(text)]
+    if len(charset) == 1 and charset[0][0] == charset[0][1]:  # one character: ask about its kin only
+        matched = [c for c in _case_kin().get(charset[0][0], ()) if compiled.fullmatch(chr(c))]
+    else:
+        related = _case_related()
+        matched = [related[m.start()] for m in compiled.finditer(_case_related_text())]
     plain = _subtract(charset, _case_related_ranges(), _case_related_highs())
     return union(plain, normalize((c, c) for c in matched))
+
+
+@functools.lru_cache(maxsize=None)
+def _case_kin() -> dict[int, tuple[int, ...]]:
+    """Case-related code point -> every case-related code point linked to it by a chain of
+    lowercase mappings and ``re``'s extra cases (itself included): all a single character can
+    match under IGNORECASE besides itself, so asking ``re`` about these few is asking about all."""
+    import _sre
+
+    parent = {c: c for c in _case_related()}
+
+    def root(c: int) -> int:
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    links = [(c, _sre.unicode_tolower(c)) for c in parent]
+    try:
+        from re import _casefix  # type: ignore[attr-defined]
+
+        links += [(key, value) for key, values in _casefix._EXTRA_CASES.items() for value in values]
+    except (ImportError, AttributeError):  # pragma: no cover - older Pythons
+        pass
+    for a, b in links:
+        parent[root(a)] = root(b)
+    groups: dict[int, list[int]] = {}
+    for c in parent:
+        groups.setdefault(root(c), []).append(c)
+    return {c: tuple(groups[root(c)]) for c in parent}
 
 
 @functools.lru_cache(maxsize=None)

@@ -70,6 +70,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..automata import charset as cs
 from ..automata import derivatives as d
 from ..deadline import check_deadline, compile_deadline
 from .regex_lower import lower, text_wildcard
@@ -139,6 +140,7 @@ class _Lowering:
         self.terminals: dict[str, _TerminalDef] = {}
         self.exprs: dict[str, d.Expr] = {}
         self.sizes: dict[str, int] = {}  # terminal -> nodes of its body, references written out
+        self.ignore_case_chars: dict[str, d.Expr] = {}  # character -> its expression under the i flag
         self.in_progress: set[str] = set()
         self.depth = 0
 
@@ -430,10 +432,20 @@ class _Lowering:
             if not literal.flags:
                 return d.concat_all(d.byte_set(1 << b) for b in self.encode(literal.value, literal.span))
             self.encode(literal.value, literal.span)
-            return self.regex_expr("(?i:" + re.escape(literal.value) + ")", literal.span, None, 0)
+            # what the regex (?i:<escaped value>) lowers to, without writing and parsing it: one
+            # character each, the set re matches for the escaped character under IGNORECASE
+            return d.concat_all(self.ignore_case_char(c) for c in literal.value)
         prefix = "".join(f"(?{flag}:" for flag in literal.flags)
         pattern = prefix + literal.value + ")" * len(literal.flags)
         return self.regex_expr(pattern, literal.span, literal, len(prefix))
+
+    def ignore_case_char(self, c: str) -> d.Expr:
+        """One character of a case-insensitive string literal (memoized: keywords share letters)."""
+        found = self.ignore_case_chars.get(c)
+        if found is None:
+            found = d.utf8_char(cs.ignore_case(((ord(c), ord(c)),), re.escape(c), 0))
+            self.ignore_case_chars[c] = found
+        return found
 
     def regex_expr(self, pattern: str, span: Span, literal: Literal | None, prefix: int) -> d.Expr:
         try:
