@@ -91,7 +91,14 @@ void bind_canonical(nb::module_& m) {
           return std::nullopt;
         return out;
       }, "text"_a)
-      .def("bigram", &CanonicalTokenizer::bigram, "a"_a, "b"_a, Release());
+      .def("bigram", &CanonicalTokenizer::bigram, "a"_a, "b"_a, Release())
+      .def("solo_alive", [](const CanonicalTokenizer& t, int32_t token) {
+        return t.has_bytes(token) && t.solo_alive(token);
+      }, "token"_a)
+      .def("solo_closes", [](const CanonicalTokenizer& t, int32_t token, int32_t byte) {
+        if (byte < 0 || byte > 127) throw nb::value_error("an ASCII character code");
+        return t.has_bytes(token) && t.solo_closes(token, t.char_key(static_cast<uint8_t>(byte)));
+      }, "token"_a, "byte"_a);
 
   nb::class_<CanonicalFilter>(m, "CanonicalFilter")
       .def(nb::init<std::shared_ptr<const CanonicalTokenizer>, std::shared_ptr<ConstraintCore>, int64_t>(),

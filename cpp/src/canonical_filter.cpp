@@ -47,7 +47,21 @@ CanonicalFilter::CanonicalFilter(std::shared_ptr<const CanonicalTokenizer> token
   intern(std::string(), {});  // state 0: nothing open
 }
 
+CanonicalFilter::State& CanonicalFilter::state_at(int32_t id) {
+  if (id < kSolo) return states_[static_cast<size_t>(id)];
+  auto it = solo_states_.find(id);
+  if (it != solo_states_.end()) return it->second;
+  const int32_t t = id - kSolo;
+  std::string text(reinterpret_cast<const char*>(tok_->bytes_of(t)), static_cast<size_t>(tok_->length_of(t)));
+  const bool stable = text.back() != '\'' && complete_length(text) == static_cast<int32_t>(text.size());
+  return solo_states_.emplace(id, State{std::move(text), {t}, 0, 0, stable}).first->second;
+}
+
 int32_t CanonicalFilter::intern(std::string text, std::vector<int32_t> tokens) {
+  if (tokens.size() == 1 && tok_->has_bytes(tokens[0]) &&
+      text.size() == static_cast<size_t>(tok_->length_of(tokens[0])) &&
+      std::memcmp(text.data(), tok_->bytes_of(tokens[0]), text.size()) == 0)
+    return kSolo + tokens[0];  // (one id per state: the single-token state is always kSolo + t)
   std::string key;
   key.reserve(text.size() + 4 * tokens.size() + 1);
   key.append(text);
@@ -56,7 +70,9 @@ int32_t CanonicalFilter::intern(std::string text, std::vector<int32_t> tokens) {
   auto it = state_ids_.find(key);
   if (it != state_ids_.end()) return it->second;
   const int32_t id = static_cast<int32_t>(states_.size());
-  states_.push_back({std::move(text), std::move(tokens)});
+  const bool stable = !text.empty() && text.back() != '\'' &&
+                      complete_length(text) == static_cast<int32_t>(text.size());
+  states_.push_back({std::move(text), std::move(tokens), 0, 0, stable});
   state_ids_.emplace(std::move(key), id);
   return id;
 }
@@ -136,14 +152,25 @@ bool CanonicalFilter::advance(const std::string& text, const std::vector<int32_t
 }
 
 int32_t CanonicalFilter::step(int32_t state, int32_t token) {
+  if (state == 0) {
+    if (!tok_->has_bytes(token)) return -1;
+    return tok_->solo_alive(token) ? kSolo + token : -1;  // (CanonicalTokenizer::solo_facts)
+  }
+  if (state != 0 && state_at(state).boundary_stable && tok_->has_bytes(token)) {
+    // a token whose first character closes the open text starts a new open region: its
+    // step is the step from nothing open (the closed text's spans and encoding were checked
+    // by closes(), the cut after it stays, and the token's text cuts as it cuts alone)
+    const uint8_t first = tok_->bytes_of(token)[0];
+    if (first < 0x80 && closes_any(state, uint64_t{1} << tok_->char_key(first))) return step(0, token);
+  }
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | static_cast<uint32_t>(token);
   auto it = steps_.find(key);
   if (it != steps_.end()) return it->second;
   int32_t out = -1;
   if (tok_->has_bytes(token)) {
-    std::string text = states_[static_cast<size_t>(state)].text;
+    std::string text = state_at(state).text;
     text.append(reinterpret_cast<const char*>(tok_->bytes_of(token)), static_cast<size_t>(tok_->length_of(token)));
-    std::vector<int32_t> tokens = states_[static_cast<size_t>(state)].tokens;
+    std::vector<int32_t> tokens = state_at(state).tokens;
     tokens.push_back(token);
     int32_t open = 0, first = 0;
     if (advance(text, tokens, 0, open, first)) {
@@ -158,7 +185,7 @@ int32_t CanonicalFilter::step(int32_t state, int32_t token) {
 bool CanonicalFilter::complete_locked(int32_t state) {
   auto it = complete_.find(state);
   if (it != complete_.end()) return it->second;
-  const State& s = states_[static_cast<size_t>(state)];
+  const State& s = state_at(state);
   bool out;
   if (s.text.empty()) {
     out = true;
@@ -174,13 +201,13 @@ bool CanonicalFilter::complete_locked(int32_t state) {
 }
 
 bool CanonicalFilter::closes(int32_t state, const std::string& ch) {
-  if (states_[static_cast<size_t>(state)].text.empty()) return true;
+  if (state_at(state).text.empty()) return true;
   uint32_t code = 0;
   std::memcpy(&code, ch.data(), std::min<size_t>(4, ch.size()));
   const uint64_t key = pair_key(state, static_cast<int32_t>(code));
   auto it = closes_.find(key);
   if (it != closes_.end()) return it->second;
-  const State& s = states_[static_cast<size_t>(state)];
+  const State& s = state_at(state);
   const std::string text = s.text + ch;
   int32_t open = 0, first = 0;
   const bool out = advance(text, s.tokens, static_cast<int32_t>(ch.size()), open, first) &&
@@ -189,11 +216,40 @@ bool CanonicalFilter::closes(int32_t state, const std::string& ch) {
   return out;
 }
 
+bool CanonicalFilter::closes_any(int32_t state, uint64_t keys) {
+  if (state >= kSolo) {  // (the tokenizer's facts: no state materialized)
+    for (; keys; keys &= keys - 1) {
+      if (tok_->solo_closes(state - kSolo, __builtin_ctzll(keys))) return true;
+    }
+    return false;
+  }
+  if (states_[static_cast<size_t>(state)].text.empty()) return keys != 0;
+  {
+    const State& s = states_[static_cast<size_t>(state)];
+    if (keys & s.close_known & s.close_value) return true;
+    keys &= ~s.close_known;
+  }
+  for (; keys; keys &= keys - 1) {
+    const int32_t k = __builtin_ctzll(keys);
+    const State& s = states_[static_cast<size_t>(state)];
+    const std::string text = s.text + static_cast<char>(tok_->key_rep(k));
+    int32_t open = 0, first = 0;
+    const bool out = advance(text, s.tokens, 1, open, first) && open == static_cast<int32_t>(s.text.size());
+    State& w = states_[static_cast<size_t>(state)];  // (advance interns nothing: s stays valid)
+    w.close_known |= uint64_t{1} << k;
+    if (out) {
+      w.close_value |= uint64_t{1} << k;
+      return true;
+    }
+  }
+  return false;
+}
+
 int32_t CanonicalFilter::position_id(const std::vector<Configuration>& position) {
   auto it = position_ids_.find(position);
   if (it != position_ids_.end()) return it->second;
   const int32_t id = static_cast<int32_t>(positions_.size());
-  positions_.push_back({position, constraint_->mask(position.data(), position.size()), {}, false});
+  positions_.push_back({position, constraint_->mask(position.data(), position.size()), 0, {}, false});
   position_ids_.emplace(position, id);
   return id;
 }
@@ -210,10 +266,11 @@ int32_t CanonicalFilter::move(int32_t position, int32_t token) {
   return out;
 }
 
-const std::vector<std::string>& CanonicalFilter::next_chars(int32_t position) {
+const CanonicalFilter::Position& CanonicalFilter::next_chars(int32_t position) {
   Position& p = positions_[static_cast<size_t>(position)];
-  if (p.chars_known) return p.chars;
+  if (p.chars_known) return p;
   std::vector<std::string> chars;
+  uint64_t keys = 0;
   const TokenRow& mask = *p.mask;
   const int32_t limit = std::min<int32_t>(tok_->num_tokens(), static_cast<int32_t>(mask.bits.size()) * 32);
   for (size_t w = 0; w < mask.bits.size(); ++w) {
@@ -221,6 +278,10 @@ const std::vector<std::string>& CanonicalFilter::next_chars(int32_t position) {
       const int32_t t = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
       if (t >= limit || tok_->is_eos(t) || !tok_->has_bytes(t)) continue;
       const uint8_t* b = tok_->bytes_of(t);
+      if (b[0] < 0x80) {
+        keys |= uint64_t{1} << tok_->char_key(b[0]);
+        continue;
+      }
       const int32_t need = char_length(b[0]);
       if (tok_->length_of(t) >= need) chars.emplace_back(reinterpret_cast<const char*>(b), static_cast<size_t>(need));
     }
@@ -229,8 +290,9 @@ const std::vector<std::string>& CanonicalFilter::next_chars(int32_t position) {
   chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
   Position& q = positions_[static_cast<size_t>(position)];  // (no position was added meanwhile)
   q.chars = std::move(chars);
+  q.first_keys = keys;
   q.chars_known = true;
-  return q.chars;
+  return q;
 }
 
 bool CanonicalFilter::live_after(int32_t position, int32_t state, int32_t token, int64_t& budget) {
@@ -251,7 +313,7 @@ bool CanonicalFilter::live_after(int32_t position, int32_t state, int32_t token,
 
 bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack,
                              bool& looped, int32_t depth, bool& cut) {
-  if (states_[static_cast<size_t>(state)].text.empty()) return true;
+  if (state < kSolo && states_[static_cast<size_t>(state)].text.empty()) return true;
   if (positions_[static_cast<size_t>(position)].mask->accepting && complete_locked(state)) return true;
   const uint64_t key = pair_key(position, state);
   auto found = viable_.find(key);
@@ -265,7 +327,12 @@ bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, s
   auto remember = [&](bool value) {
     if (viable_.size() < kCachedEntries) viable_.emplace(key, value);
   };
-  for (const std::string& ch : next_chars(position)) {
+  const Position& at = next_chars(position);
+  if (closes_any(state, at.first_keys)) {  // (by key: the same answer as closes() per character)
+    remember(true);
+    return true;
+  }
+  for (const std::string& ch : at.chars) {
     if (closes(state, ch)) {
       remember(true);
       return true;
@@ -414,7 +481,7 @@ bool CanonicalFilter::complete(int32_t state) {
 
 int64_t CanonicalFilter::num_states() {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(states_.size());
+  return static_cast<int64_t>(states_.size() + solo_states_.size());
 }
 
 }  // namespace tokamata

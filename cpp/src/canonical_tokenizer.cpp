@@ -112,6 +112,109 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
     added_texts_.push_back(std::move(text));
     added_ids_.push_back(added_ids[i]);
   }
+  // character keys (canonical_filter.hpp): the class bits, or the character itself where
+  // match_at names it (an apostrophe, a contraction letter in either case, space, CR, LF)
+  std::vector<int32_t> signatures;
+  for (int32_t b = 0; b < 128; ++b) {
+    // (with added texts, also every character of one: added_at and the open region's added
+    // prefixes compare bytes)
+    bool named = std::strchr("'sStTrRvVeEmMlLdD \r\n", b) != nullptr && b != 0;
+    for (const std::string& a : added_texts_) named = named || a.find(static_cast<char>(b)) != std::string::npos;
+    const int32_t signature = named ? 256 + b : class_of(static_cast<uint32_t>(b));
+    auto it = std::find(signatures.begin(), signatures.end(), signature);
+    if (it == signatures.end()) {
+      signatures.push_back(signature);
+      key_rep_.push_back(static_cast<uint8_t>(b));
+      it = signatures.end() - 1;
+    }
+    char_key_[b] = static_cast<int32_t>(it - signatures.begin());
+  }
+  if (key_rep_.size() > 64) throw std::invalid_argument("more than 64 character keys (added texts)");
+  const size_t words = 3 * static_cast<size_t>(std::max(num_tokens(), 0));
+  solo_.reset(new std::atomic<uint64_t>[words]);
+  for (size_t w = 0; w < words; ++w) solo_[w].store(0, std::memory_order_relaxed);
+}
+
+uint64_t CanonicalTokenizer::solo_facts(int32_t t) const {
+  std::atomic<uint64_t>& slot = solo_[3 * static_cast<size_t>(t)];
+  uint64_t f = slot.load(std::memory_order_relaxed);
+  if (f & kSoloKnown) return f;
+  f = kSoloKnown;
+  if (has_bytes(t)) {
+    const uint8_t* d = bytes_of(t);
+    const int32_t n = length_of(t);
+    // complete_length (canonical_filter.cpp): the prefix ending on a character boundary
+    int32_t cut = n;
+    for (int32_t back = 1; back <= std::min(4, n); ++back) {
+      const uint8_t b = d[n - back];
+      if (b < 0x80) {
+        cut = back == 1 ? n : n - back + 1;
+        break;
+      }
+      if (b >= 0xC0) {
+        const int32_t need = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+        cut = back >= need ? n : n - back;
+        break;
+      }
+    }
+    // CanonicalFilter::advance of (bytes, [t]): one token aligns only with an open region
+    // starting at 0 (a decided span inside it would end inside the token)
+    std::vector<PretokenSpan> spans;
+    int32_t open = 0;
+    if (cut == 0 || (region(d, cut, spans, open) && open == 0)) f |= kSoloAlive;
+    std::vector<uint32_t> cps;
+    std::vector<int32_t> offs;
+    if (cut == n && decode_utf8(d, n, cps, offs)) {
+      f |= kSoloValid;
+      if (!cps.empty() && (class_of(cps.back()) & kSpace)) f |= kSoloSpaceLast;
+      std::vector<int32_t> ids;
+      encode_pretoken(d, n, ids);
+      if (ids.size() == 1 && ids[0] == t) f |= kSoloSelf;
+    }
+  }
+  slot.fetch_or(f, std::memory_order_relaxed);
+  return f;
+}
+
+bool CanonicalTokenizer::solo_closes(int32_t t, int32_t key) const {
+  const uint64_t f = solo_facts(t);
+  const uint64_t bit = uint64_t{1} << key;
+  std::atomic<uint64_t>* words = &solo_[3 * static_cast<size_t>(t)];
+  if (words[1].load(std::memory_order_acquire) & bit) return (words[2].load(std::memory_order_relaxed) & bit) != 0;
+  // CanonicalFilter::closes of (bytes, [t]) by character c: the text then c cuts into the whole
+  // text and c (the first pretoken ends at the text's end; c's whitespace run, if any, starts
+  // there), the text is valid UTF-8 and t is its encoding
+  bool out = false;
+  if (!added_texts_.empty()) {
+    // added texts cut first (region): CanonicalFilter::advance's own checks on text + c
+    if (f & kSoloValid) {
+      std::string text(reinterpret_cast<const char*>(bytes_of(t)), static_cast<size_t>(length_of(t)));
+      text.push_back(static_cast<char>(key_rep(key)));
+      std::vector<PretokenSpan> spans;
+      int32_t open = 0;
+      const int32_t n = length_of(t);
+      if (region(reinterpret_cast<const uint8_t*>(text.data()), n + 1, spans, open) && open == n &&
+          spans.size() == 2 && spans[0].start == 0 && spans[0].end == n) {
+        out = spans[0].added >= 0 ? spans[0].added == t : (f & kSoloSelf) != 0;
+      }
+    }
+  } else if ((f & kSoloValid) && (f & kSoloSelf)) {
+    const uint8_t c = key_rep(key);
+    const int32_t cc = class_of(c);
+    if (!((f & kSoloSpaceLast) && (cc & kSpace))) {
+      thread_local std::vector<uint32_t> cps;
+      thread_local std::vector<int32_t> offs, cls;
+      decode_utf8(bytes_of(t), length_of(t), cps, offs);
+      const int32_t chars = static_cast<int32_t>(cps.size());
+      cps.push_back(c);
+      cls.resize(cps.size());
+      for (size_t i = 0; i < cps.size(); ++i) cls[i] = class_of(cps[i]);
+      out = match_at(cps.data(), cls.data(), chars + 1, 0) == chars;
+    }
+  }
+  if (out) words[2].fetch_or(bit, std::memory_order_relaxed);
+  words[1].fetch_or(bit, std::memory_order_release);  // (after the value)
+  return out;
 }
 
 int32_t CanonicalTokenizer::class_of(uint32_t cp) const {

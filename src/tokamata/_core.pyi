@@ -289,6 +289,11 @@ class CanonicalTokenizer:
         not UTF-8."""
     def encode(self, text: bytes) -> list[int] | None: ...
     def bigram(self, a: int, b: int) -> bool: ...
+    def solo_alive(self, token: int) -> bool:
+        """Stepping ``token`` from nothing open leaves its own bytes open (else dead)."""
+    def solo_closes(self, token: int, byte: int) -> bool:
+        """The single-token state of ``token`` followed by the ASCII character ``byte``: its
+        text is one decided pretoken and ``token`` its encoding (by character key)."""
 
 class CanonicalFilter:
     """The canonical filter of one constraint (states are ints, 0 the empty state); every

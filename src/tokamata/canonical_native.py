@@ -145,5 +145,8 @@ def canonical_filter(python: CanonicalFilter, constraint_core: Any) -> Canonical
     :data:`NATIVE_FAMILIES`, else ``python`` itself."""
     family = getattr(python, "family", None)
     if family in NATIVE_FAMILIES and not python.model.normalizer and python.model.kind == MODEL_BYTE_LEVEL:
-        return NativeCanonicalFilter(python, constraint_core)
+        try:
+            return NativeCanonicalFilter(python, constraint_core)
+        except ValueError:  # (added texts spelled with more characters than the native keys hold)
+            pass
     return python

@@ -117,3 +117,51 @@ def test_filter_strategy():
         c = tokamata.compile_regex("a", TOKENIZERS[name]().vocab, canonical=True)
         assert isinstance(c.canonical, NativeCanonicalFilter), name
     assert tokamata.compile_regex("a", real.llama3().vocab).canonical is None
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_single_token_facts_equal_python_steps_and_closes(name):
+    """The tokenizer's per-token facts of the single-token state (solo_alive, solo_closes by
+    character key) equal the Python filter's step from nothing open and its closes(), for
+    random tokens and every ASCII character (so one character per key answers for all)."""
+    vocab = TOKENIZERS[name]().vocab
+    model = vocab.exact_tokenizer()
+    native = native_tokenizer(vocab, region_family(model))
+    oracle = CanonicalFilter(vocab, tokamata.Limits())
+    rng = random.Random(f"solo{name}")
+    ids = [i for i, b in enumerate(vocab.token_bytes) if b]
+    picked = rng.sample(ids, 300) + [i for i, b in enumerate(vocab.token_bytes)
+                                     if b in (b"'", b" '", b"hello", b" \n", b"  ", b"\n", b"123", b"\xe4")]
+    for t in picked:
+        alone = oracle.step(oracle.initial_state, t)
+        assert native.solo_alive(t) == (alone is not None), t
+        assert alone is None or alone == (vocab.token_bytes[t], (t,)), t
+        for c in range(128):
+            assert native.solo_closes(t, c) == oracle.closes((vocab.token_bytes[t], (t,)), bytes([c])), (t, c)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_a_closing_first_character_starts_from_nothing_open(name):
+    """The native step's shortcut, checked on the Python filter: after a state whose text is
+    complete and does not end in an apostrophe, a token whose ASCII first character closes the
+    state steps exactly as from nothing open (random token pairs, weighted to short ones)."""
+    vocab = TOKENIZERS[name]().vocab
+    oracle = CanonicalFilter(vocab, tokamata.Limits())
+    rng = random.Random(f"shortcut{name}")
+    short = [i for i, b in enumerate(vocab.token_bytes) if b and len(b) <= 3]
+    every = [i for i, b in enumerate(vocab.token_bytes) if b]
+    checked = 0
+    for _ in range(3000):
+        a, b = rng.choice(short if rng.random() < 0.5 else every), rng.choice(short if rng.random() < 0.5 else every)
+        state = oracle.step(oracle.initial_state, a)
+        data = vocab.token_bytes[b]
+        if state is None or data[0] >= 0x80 or state[0].endswith(b"'"):
+            continue
+        try:
+            state[0].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if oracle.closes(state, data[:1]):
+            checked += 1
+            assert oracle.step(state, b) == oracle.step(oracle.initial_state, b), (a, b)
+    assert checked > 300

@@ -13,8 +13,12 @@
 //   rule), encodes pretokens (BPE by rank, ignore_merges) and answers the bigram test. It
 //   never reads user text other than token bytes and output bytes.
 // - CanonicalFilter: one per constraint. A filter state is an interned id of (open text, open
-//   tokens); state 0 is the empty state. step(state, token) re-cuts the open text and checks
-//   what became decided; rows of allowed tokens are cached per (engine position, state);
+//   tokens); state 0 is the empty state; kSolo + t names the single-token state (bytes of t,
+//   [t]) without interning, its step from nothing open and its closes() by character key come
+//   from the tokenizer's per-token facts (computed once per process). step(state, token)
+//   re-cuts the open text and checks what became decided, except where the token's first
+//   character closes the state (a boundary that stays decided: then the step is the step from
+//   nothing open); rows of allowed tokens are cached per (engine position, state);
 //   liveness is the Python filter's: accept + complete, a next character that decides the
 //   open region, or a search over next tokens (iterative deepening: depth 1, 2, 4 ... until
 //   a way out or a complete search; the same answer as the Python filter's depth-first
@@ -26,6 +30,7 @@
 //   since the search's positions are no matcher's roots; the position-keyed caches are
 //   dropped when the constraint's sweep count moved (released handles may be reused).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -76,6 +81,23 @@ class CanonicalTokenizer {
   // The merges alone turn the symbols of a then b into exactly [a, b].
   bool bigram(int32_t a, int32_t b) const;
   bool is_space_char(const uint8_t* text, int32_t n, int32_t at, int32_t& length) const;
+  // Character keys: two ASCII characters with the same key are the same to the split pattern
+  // (same \p{L} / \p{N} / \s class, and neither is one the scanner names: an apostrophe, a
+  // contraction letter, a space, CR, LF, a character of an added text), so a text followed by
+  // either cuts the same way. At most 64 keys (else std::invalid_argument: the Python filter
+  // serves that tokenizer); char_key(b) for b < 128, key_rep(k) one character of key k.
+  int32_t char_key(uint8_t b) const { return char_key_[b & 0x7F]; }
+  uint8_t key_rep(int32_t k) const { return key_rep_[static_cast<size_t>(k)]; }
+  bool has_added() const { return !added_texts_.empty(); }
+
+  // Facts of the single-token state (the bytes of t, [t]) of a token with bytes, computed once
+  // per token on first use (thread-safe, shared by every filter over this tokenizer); they
+  // answer exactly what CanonicalFilter::advance answers for that state:
+  // - solo_alive(t): stepping t from nothing open leaves (bytes of t, [t]) open (else dead);
+  // - solo_closes(t, k): followed by the character key_rep(k), the text of t is one decided
+  //   pretoken and t is its encoding (CanonicalFilter::closes).
+  bool solo_alive(int32_t t) const { return (solo_facts(t) & kSoloAlive) != 0; }
+  bool solo_closes(int32_t t, int32_t key) const;
 
  private:
   int32_t class_of(uint32_t cp) const;
@@ -84,6 +106,8 @@ class CanonicalTokenizer {
   void merge(std::vector<int32_t>& symbols) const;
   bool symbols_of(int32_t t, std::vector<int32_t>& out) const;
   int32_t added_at(const uint8_t* text, int32_t n, int32_t at) const;  // longest added text at `at`, its index
+  static constexpr uint64_t kSoloKnown = 1, kSoloAlive = 2, kSoloValid = 4, kSoloSelf = 8, kSoloSpaceLast = 16;
+  uint64_t solo_facts(int32_t t) const;
 
   int32_t family_;
   bool ignore_merges_;
@@ -101,6 +125,9 @@ class CanonicalTokenizer {
   std::unordered_set<std::string> added_prefixes_;  // proper prefixes (whole characters)
   int32_t longest_added_chars_ = 0;
   std::unordered_set<int32_t> eos_;
+  int32_t char_key_[128];
+  std::vector<uint8_t> key_rep_;
+  std::unique_ptr<std::atomic<uint64_t>[]> solo_;  // per token: solo facts (kSolo* bits), keys known, keys closing
 };
 
 class CanonicalFilter {
@@ -120,6 +147,12 @@ class CanonicalFilter {
   struct State {
     std::string text;
     std::vector<int32_t> tokens;
+    // closes(state, character of key k), known where close_known has bit k (character keys)
+    uint64_t close_known = 0, close_value = 0;
+    // a boundary an ASCII character decides after this text stays decided whatever follows
+    // it (complete UTF-8, not ending in an apostrophe: a contraction 're, 've, 'll would
+    // look two characters past it; an added text that could span it keeps it open)
+    bool boundary_stable = false;
   };
   struct PositionHash {
     size_t operator()(const std::vector<Configuration>& p) const;
@@ -131,13 +164,18 @@ class CanonicalFilter {
   struct Position {
     std::vector<Configuration> configurations;
     MaskPtr mask;
-    std::vector<std::string> chars;  // the distinct whole first characters of its tokens
+    uint64_t first_keys = 0;         // the keys of its tokens' ASCII first characters
+    std::vector<std::string> chars;  // the distinct whole non-ASCII first characters of its tokens
     bool chars_known = false;
   };
   static uint64_t pair_key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
 
+  // ids from kSolo on name single-token states (the bytes of t, [t]), kSolo + t: no interning,
+  // their facts come from the tokenizer (solo_*); materialized only when their text is read
+  static constexpr int32_t kSolo = 1 << 30;
+  State& state_at(int32_t id);
   int32_t intern(std::string text, std::vector<int32_t> tokens);
   int32_t step(int32_t state, int32_t token);
   // Re-cut `text` (spelled by `tokens`, then `tail` bytes no token covers yet) and check what
@@ -148,9 +186,11 @@ class CanonicalFilter {
   bool bigram(int32_t a, int32_t b);
   bool complete_locked(int32_t state);
   bool closes(int32_t state, const std::string& ch);
+  // some ASCII character of a key in `keys` closes the state (closes() by character key)
+  bool closes_any(int32_t state, uint64_t keys);
   int32_t position_id(const std::vector<Configuration>& position);
   int32_t move(int32_t position, int32_t token);  // the engine's position after token, or -1
-  const std::vector<std::string>& next_chars(int32_t position);
+  const Position& next_chars(int32_t position);
   bool live_after(int32_t position, int32_t state, int32_t token, int64_t& budget);
   bool viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack, bool& looped,
               int32_t depth, bool& cut);
@@ -163,6 +203,7 @@ class CanonicalFilter {
   int64_t max_search_;
   std::mutex mu_;
   std::vector<State> states_;
+  std::unordered_map<int32_t, State> solo_states_;  // materialized kSolo states (node-stable)
   std::unordered_map<std::string, int32_t> state_ids_;
   std::unordered_map<uint64_t, int32_t> steps_;  // (state, token) -> state or -1
   std::unordered_map<int32_t, bool> complete_;
