@@ -105,10 +105,11 @@ bool CanonicalFilter::advance(const std::string& text, const std::vector<int32_t
     return true;
   }
   const uint8_t* data = reinterpret_cast<const uint8_t*>(text.data());
-  std::vector<PretokenSpan> spans;
+  thread_local std::vector<PretokenSpan> spans;  // (advance calls nothing that calls advance)
+  thread_local std::vector<int32_t> offsets, cuts;
   int32_t open_start = 0;
   if (!tok_->region(data, cut, spans, open_start)) return false;
-  std::vector<int32_t> offsets(tokens.size() + 1, 0);
+  offsets.assign(tokens.size() + 1, 0);
   for (size_t i = 0; i < tokens.size(); ++i) offsets[i + 1] = offsets[i] + tok_->length_of(tokens[i]);
   auto index = [&](int32_t offset) -> int32_t {  // the token starting at `offset`, or -1
     auto it = std::lower_bound(offsets.begin(), offsets.end(), offset);
@@ -132,7 +133,7 @@ bool CanonicalFilter::advance(const std::string& text, const std::vector<int32_t
   if (k < 0) return false;
   // pairs inside the open region: a later text cuts it only where it is cut now, or before its
   // last character when that is whitespace; any other junction stays inside one pretoken
-  std::vector<int32_t> cuts;
+  cuts.clear();
   for (const PretokenSpan& span : spans) cuts.push_back(span.start);
   if (!spans.empty()) {
     int32_t last = cut - 1;

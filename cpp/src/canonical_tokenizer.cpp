@@ -85,11 +85,19 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
     piece_id_[piece] = piece_ids[i];
     piece_of_[piece_ids[i]] = std::move(piece);
   }
-  merges_.reserve(static_cast<size_t>(num_merges));
+  size_t capacity = 16;
+  merge_shift_ = 60;
+  while (capacity < 2 * static_cast<size_t>(std::max<int64_t>(num_merges, 1))) {
+    capacity *= 2;
+    --merge_shift_;
+  }
+  merges_.assign(capacity, MergeSlot{});
   for (int64_t r = 0; r < num_merges; ++r) {
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(merges[3 * r])) << 32) |
                          static_cast<uint32_t>(merges[3 * r + 1]);
-    merges_[key] = {static_cast<int32_t>(r), merges[3 * r + 2]};  // a pair listed twice keeps its last rank
+    size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> merge_shift_);
+    while (merges_[i].key != kNoPair && merges_[i].key != key) i = (i + 1) & (capacity - 1);
+    merges_[i] = {key, static_cast<int32_t>(r), merges[3 * r + 2]};  // a pair listed twice keeps its last rank
   }
   std::memcpy(byte_symbols_, byte_symbols, sizeof(byte_symbols_));
   class_ranges_.assign(classes, classes + 3 * num_ranges);
@@ -321,8 +329,8 @@ int32_t CanonicalTokenizer::added_at(const uint8_t* text, int32_t n, int32_t at)
 }
 
 bool CanonicalTokenizer::is_space_char(const uint8_t* text, int32_t n, int32_t at, int32_t& length) const {
-  std::vector<uint32_t> cps;
-  std::vector<int32_t> offs;
+  thread_local std::vector<uint32_t> cps;
+  thread_local std::vector<int32_t> offs;
   int32_t end = at + 1;
   while (end < n && (text[end] & 0xC0) == 0x80) ++end;
   if (!decode_utf8(text + at, end - at, cps, offs) || cps.size() != 1) return false;
@@ -332,15 +340,15 @@ bool CanonicalTokenizer::is_space_char(const uint8_t* text, int32_t n, int32_t a
 
 bool CanonicalTokenizer::region(const uint8_t* text, int32_t n, std::vector<PretokenSpan>& spans,
                                 int32_t& open_start) const {
-  std::vector<uint32_t> cps;
-  std::vector<int32_t> offs;
+  // (scratch per thread: region calls nothing that calls region)
+  thread_local std::vector<uint32_t> cps;
+  thread_local std::vector<int32_t> offs, cls, ends;
   spans.clear();
   open_start = 0;
   if (!decode_utf8(text, n, cps, offs)) return false;
   const int32_t chars = static_cast<int32_t>(cps.size());
-  std::vector<int32_t> cls(static_cast<size_t>(chars));
+  cls.resize(static_cast<size_t>(chars));
   for (int32_t i = 0; i < chars; ++i) cls[static_cast<size_t>(i)] = class_of(cps[static_cast<size_t>(i)]);
-  std::vector<int32_t> ends;
   auto stretch = [&](int32_t from, int32_t to) {  // chars [from, to) of ordinary text
     if (from >= to) return;
     pretokenize(cps.data() + from, cls.data() + from, to - from, ends);
@@ -401,10 +409,10 @@ void CanonicalTokenizer::merge(std::vector<int32_t>& sym) const {
     size_t best = 0;
     for (size_t i = 0; i + 1 < sym.size(); ++i) {
       const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(sym[i])) << 32) | static_cast<uint32_t>(sym[i + 1]);
-      auto it = merges_.find(key);
-      if (it != merges_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_merged = it->second.second;
+      const MergeSlot* found = find_merge(key);
+      if (found && found->rank < best_rank) {
+        best_rank = found->rank;
+        best_merged = found->merged;
         best = i;
       }
     }
@@ -456,7 +464,8 @@ bool CanonicalTokenizer::symbols_of(int32_t t, std::vector<int32_t>& out) const 
 }
 
 bool CanonicalTokenizer::bigram(int32_t a, int32_t b) const {
-  std::vector<int32_t> sym;
+  thread_local std::vector<int32_t> sym;
+  sym.clear();
   if (!symbols_of(a, sym)) return false;
   const size_t na = sym.size();
   if (!symbols_of(b, sym) || na == 0 || sym.size() == na) return false;

@@ -116,7 +116,21 @@ class CanonicalTokenizer {
   std::vector<uint8_t> has_bytes_;
   std::unordered_map<std::string, int32_t> piece_id_;
   std::unordered_map<int32_t, std::string> piece_of_;
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, merged)
+  // (left, right) -> (rank, merged): open addressing, linear probing, kNoPair marks a free slot
+  static constexpr uint64_t kNoPair = ~uint64_t{0};
+  struct MergeSlot {
+    uint64_t key = kNoPair;
+    int32_t rank = 0, merged = 0;
+  };
+  std::vector<MergeSlot> merges_;
+  int32_t merge_shift_ = 64;
+  const MergeSlot* find_merge(uint64_t key) const {
+    for (size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> merge_shift_);; i = (i + 1) & (merges_.size() - 1)) {
+      const MergeSlot& slot = merges_[i];
+      if (slot.key == key) return &slot;
+      if (slot.key == kNoPair) return nullptr;
+    }
+  }
   int32_t byte_symbols_[256];
   std::vector<int32_t> class_ranges_;  // triples
   std::vector<uint8_t> bmp_classes_;   // class_of for code points below 0x10000
