@@ -92,6 +92,10 @@ void bind_canonical(nb::module_& m) {
         return out;
       }, "text"_a)
       .def("bigram", &CanonicalTokenizer::bigram, "a"_a, "b"_a, Release())
+      .def("bigram_traces", [](const CanonicalTokenizer& t, int32_t a, int32_t b) {
+        if (a < 0 || b < 0 || a >= t.num_tokens() || b >= t.num_tokens()) return false;
+        return t.bigram_traces(a, t.cached_trace(a), b, t.cached_trace(b));
+      }, "a"_a, "b"_a, Release())
       .def("solo_alive", [](const CanonicalTokenizer& t, int32_t token) {
         return t.has_bytes(token) && t.solo_alive(token);
       }, "token"_a)

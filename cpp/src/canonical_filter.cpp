@@ -90,7 +90,8 @@ bool CanonicalFilter::bigram(int32_t a, int32_t b) {
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   auto it = bigrams_.find(key);
   if (it != bigrams_.end()) return it->second;
-  const bool out = tok_->bigram(a, b);
+  const bool out = a >= 0 && b >= 0 && a < tok_->num_tokens() && b < tok_->num_tokens() &&
+                   tok_->bigram_traces(a, tok_->cached_trace(a), b, tok_->cached_trace(b));
   if (bigrams_.size() < kCachedEntries) bigrams_.emplace(key, out);
   return out;
 }

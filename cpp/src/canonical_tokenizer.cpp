@@ -141,6 +141,8 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
   const size_t words = 3 * static_cast<size_t>(std::max(num_tokens(), 0));
   solo_.reset(new std::atomic<uint64_t>[words]);
   for (size_t w = 0; w < words; ++w) solo_[w].store(0, std::memory_order_relaxed);
+  traces_.reset(new std::atomic<const Trace*>[static_cast<size_t>(std::max(num_tokens(), 0))]);
+  for (int32_t t = 0; t < num_tokens(); ++t) traces_[static_cast<size_t>(t)].store(nullptr, std::memory_order_relaxed);
 }
 
 uint64_t CanonicalTokenizer::solo_facts(int32_t t) const {
@@ -461,6 +463,65 @@ bool CanonicalTokenizer::symbols_of(int32_t t, std::vector<int32_t>& out) const 
     if (byte_symbols_[b] >= 0) out.push_back(byte_symbols_[b]);
   }
   return true;
+}
+
+void CanonicalTokenizer::trace(int32_t t, Trace& out) const {
+  out.steps.clear();
+  out.whole = false;
+  std::vector<int32_t> sym;
+  if (!symbols_of(t, sym) || sym.empty()) return;
+  for (;;) {  // merge()'s loop, recording each state's ends and next rank
+    int32_t best_rank = INT32_MAX, best_merged = -1;
+    size_t best = 0;
+    for (size_t i = 0; i + 1 < sym.size(); ++i) {
+      const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(sym[i])) << 32) | static_cast<uint32_t>(sym[i + 1]);
+      const MergeSlot* found = find_merge(key);
+      if (found && found->rank < best_rank) {
+        best_rank = found->rank;
+        best_merged = found->merged;
+        best = i;
+      }
+    }
+    out.steps.push_back({best_merged < 0 ? INT32_MAX : best_rank, sym.front(), sym.back()});
+    if (best_merged < 0) break;
+    sym[best] = best_merged;
+    sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  out.whole = sym.size() == 1 && sym[0] == t;
+}
+
+CanonicalTokenizer::~CanonicalTokenizer() {
+  for (int32_t t = 0; t < num_tokens(); ++t) delete traces_[static_cast<size_t>(t)].load(std::memory_order_relaxed);
+}
+
+const CanonicalTokenizer::Trace& CanonicalTokenizer::cached_trace(int32_t t) const {
+  std::atomic<const Trace*>& slot = traces_[static_cast<size_t>(t)];
+  const Trace* found = slot.load(std::memory_order_acquire);
+  if (found) return *found;
+  auto made = std::make_unique<Trace>();
+  trace(t, *made);
+  const Trace* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, made.get(), std::memory_order_acq_rel)) return *made.release();
+  return *expected;  // (another thread's, the same)
+}
+
+bool CanonicalTokenizer::bigram_traces(int32_t, const Trace& ta, int32_t, const Trace& tb) const {
+  if (!ta.whole || !tb.whole) return false;
+  size_t s = 0, u = 0;
+  int32_t x = -1, y = -1, junction = INT32_MAX;
+  for (;;) {
+    const Trace::Step& l = ta.steps[s];
+    const Trace::Step& r = tb.steps[u];
+    if (l.last != x || r.first != y) {
+      x = l.last;
+      y = r.first;
+      const MergeSlot* m = find_merge((static_cast<uint64_t>(static_cast<uint32_t>(x)) << 32) | static_cast<uint32_t>(y));
+      junction = m ? m->rank : INT32_MAX;
+    }
+    if (junction < l.rank && junction <= r.rank) return false;
+    if (l.rank == INT32_MAX && r.rank == INT32_MAX) return true;
+    if (l.rank <= r.rank) ++s; else ++u;
+  }
 }
 
 bool CanonicalTokenizer::bigram(int32_t a, int32_t b) const {

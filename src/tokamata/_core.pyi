@@ -289,6 +289,8 @@ class CanonicalTokenizer:
         not UTF-8."""
     def encode(self, text: bytes) -> list[int] | None: ...
     def bigram(self, a: int, b: int) -> bool: ...
+    def bigram_traces(self, a: int, b: int) -> bool:
+        """``bigram`` from the two tokens' merge traces, interleaved by rank (the same answer)."""
     def solo_alive(self, token: int) -> bool:
         """Stepping ``token`` from nothing open leaves its own bytes open (else dead)."""
     def solo_closes(self, token: int, byte: int) -> bool:

@@ -165,3 +165,28 @@ def test_a_closing_first_character_starts_from_nothing_open(name):
             checked += 1
             assert oracle.step(state, b) == oracle.step(oracle.initial_state, b), (a, b)
     assert checked > 300
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_trace_bigram_equals_the_merge_bigram(name):
+    """bigram_traces (the two tokens' merge traces interleaved by rank, the junction pair
+    checked at each state) equals the bigram test that runs the merges on both tokens' symbols,
+    on random pairs, pairs of short tokens (where junction merges are common) and the splits of
+    words into two tokens. (Llama 3's merges are not in rank order of their parts: 51,651
+    merges use a part made by a later merge, e.g. three spaces; the traces need no such order.)"""
+    vocab = TOKENIZERS[name]().vocab
+    native = native_tokenizer(vocab, region_family(vocab.exact_tokenizer()))
+    rng = random.Random(f"spines{name}")
+    ids = [i for i, b in enumerate(vocab.token_bytes) if b]
+    short = [i for i in ids if len(vocab.token_bytes[i]) <= 2]
+    index = {b: i for i, b in enumerate(vocab.token_bytes) if b}
+    pairs = [(rng.choice(ids), rng.choice(ids)) for _ in range(3000)]
+    pairs += [(rng.choice(short), rng.choice(short)) for _ in range(3000)]
+    for _ in range(2000):
+        w = vocab.token_bytes[rng.choice(ids)]
+        k = rng.randrange(1, len(w)) if len(w) > 1 else 0
+        if k and w[:k] in index and w[k:] in index:
+            pairs.append((index[w[:k]], index[w[k:]]))
+    agree = [native.bigram_traces(a, b) == native.bigram(a, b) for a, b in pairs]
+    assert all(agree), [p for p, ok in zip(pairs, agree) if not ok][:5]
+    assert any(native.bigram(a, b) for a, b in pairs) and not all(native.bigram(a, b) for a, b in pairs)

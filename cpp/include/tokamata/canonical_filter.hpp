@@ -80,6 +80,29 @@ class CanonicalTokenizer {
   bool encode(const uint8_t* text, int32_t n, std::vector<int32_t>& out) const;
   // The merges alone turn the symbols of a then b into exactly [a, b].
   bool bigram(int32_t a, int32_t b) const;
+  // The merge trace of one token's symbols alone: `whole` when they merge into exactly [t];
+  // steps[s]: before the s-th merge (and once more at the end), the first and last symbol
+  // and the rank of the merge applied next (INT32_MAX: none).
+  struct Trace {
+    struct Step {
+      int32_t rank, first, last;
+    };
+    bool whole = false;
+    std::vector<Step> steps;
+  };
+  void trace(int32_t t, Trace& out) const;
+  // trace(t), computed once per token on first use (thread-safe, kept while the tokenizer lives)
+  const Trace& cached_trace(int32_t t) const;
+  ~CanonicalTokenizer();
+  CanonicalTokenizer(const CanonicalTokenizer&) = delete;
+  CanonicalTokenizer& operator=(const CanonicalTokenizer&) = delete;
+  // bigram() from the two tokens' traces: until a merge across the junction fires, each side
+  // merges exactly as alone (its lowest-ranked pair is the lowest of its side, leftmost on a
+  // tie), so the two traces interleave by rank (a tie goes to a's side: leftmost), and the
+  // junction pair (last of a's state, first of b's) fires at the first state where its rank
+  // is below a's next and at most b's next (leftmost again). No such state and both tokens
+  // whole: [a, b]; one merge lookup per step of either trace, not a pass over all pairs.
+  bool bigram_traces(int32_t a, const Trace& ta, int32_t b, const Trace& tb) const;
   bool is_space_char(const uint8_t* text, int32_t n, int32_t at, int32_t& length) const;
   // Character keys: two ASCII characters with the same key are the same to the split pattern
   // (same \p{L} / \p{N} / \s class, and neither is one the scanner names: an apostrophe, a
@@ -141,6 +164,7 @@ class CanonicalTokenizer {
   std::unordered_set<int32_t> eos_;
   int32_t char_key_[128];
   std::vector<uint8_t> key_rep_;
+  std::unique_ptr<std::atomic<const Trace*>[]> traces_;  // per token, null until computed
   std::unique_ptr<std::atomic<uint64_t>[]> solo_;  // per token: solo facts (kSolo* bits), keys known, keys closing
 };
 
