@@ -220,6 +220,8 @@ bool CanonicalTokenizer::solo_closes(int32_t t, int32_t key) const {
       cls.resize(cps.size());
       for (size_t i = 0; i < cps.size(); ++i) cls[i] = class_of(cps[i]);
       out = match_at(cps.data(), cls.data(), chars + 1, 0) == chars;
+      // (region's rule 4: an apostrophe pretoken before r, v, l stays open)
+      if (out && chars == 1 && cps[0] == '\'' && std::strchr("rvlRVL", c) != nullptr) out = false;
     }
   }
   if (out) words[2].fetch_or(bit, std::memory_order_relaxed);
@@ -390,6 +392,13 @@ bool CanonicalTokenizer::region(const uint8_t* text, int32_t n, std::vector<Pret
     return i;
   };
   int32_t first = spans.back().start;
+  if (spans.size() >= 2) {  // pretoken_region.py rule 4: 're, 've, 'll failed only at the end
+    const PretokenSpan& quote = spans[spans.size() - 2];
+    const PretokenSpan& last = spans.back();
+    if (quote.added < 0 && last.added < 0 && quote.end - quote.start == 1 && text[quote.start] == '\'' &&
+        last.end - last.start == 1 && std::strchr("rvlRVL", text[last.start]) != nullptr && text[last.start] != 0)
+      first = quote.start;
+  }
   const int32_t ws = trailing_space(chars);
   if (ws < chars) first = std::min(first, span_start(offs[static_cast<size_t>(ws)]));
   if (!added_texts_.empty()) {

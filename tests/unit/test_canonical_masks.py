@@ -94,6 +94,7 @@ FINITE = [
     r"(A|AB|ABC)(1|12)",
     r"(x\r\n|x\n|x\r)",
     r"(over|overall|overwhelm)(ing)?",
+    r"('re|'ll|'ve|'rx|'l|x'll)( it)?",
 ]
 
 

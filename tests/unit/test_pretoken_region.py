@@ -58,6 +58,16 @@ def test_open_region_cases():
         assert text_region(model, text).open_start == start, text
 
 
+def test_contraction_prefixes_stay_open():
+    """GPT-2 cuts "'r" into "'", "r" but "'re" is one pretoken: the apostrophe stays open."""
+    model = real.gpt2().vocab.tokenizer_model
+    for text, start in [("'r", 0), ("x'l", 1), ("x'v", 1), ("'rx", 1), ("'s", 0), ("!'r", 2)]:
+        assert text_region(model, text).open_start == start, text
+    assert model.pretokenize("'r") == ["'", "r"]  # (why: a later letter joins them)
+    for text in ["'re", "x'll", "'ve"]:
+        assert model.pretokenize(text)[-1] == text[-3:], text
+
+
 def test_unsupported_families_name_themselves():
     with pytest.raises(Unsupported, match="merges"):
         region_family_of(Vocabulary.from_token_bytes([b"a", None], eos_token_ids=[1]))

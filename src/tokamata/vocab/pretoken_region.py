@@ -18,13 +18,17 @@ the earliest of
    ``"a", "\r\n", "\t "`` but ``"a\r\n\t \n"`` is ``"a", "\r\n\t \n"``);
 3. the start of the pretoken holding the start of the longest suffix of the text that is a
    proper prefix of an added token's text (added tokens are cut out of raw text first:
-   ``"[PAD"`` then ``"151646]"`` is one added token in Qwen 2).
+   ``"[PAD"`` then ``"151646]"`` is one added token in Qwen 2);
+4. the start of a pretoken ``'`` followed by a last pretoken of one letter ``r``, ``v`` or
+   ``l`` (either case): the contractions ``'re``, ``'ve``, ``'ll`` failed only at the end of
+   the text (GPT-2: ``"'r"`` is ``"'", "r"`` but ``"'re"`` is one pretoken).
 
 Why the other boundaries are decided: every alternative of these split patterns is a fixed
 string (contractions, at most three characters) or a greedy run of one character class with
 an optional first character; a match that ends before the end of the text stopped at a
 character of the text that is outside its class, and every alternative tried before it at the
-same start failed on characters of the text, except the whitespace alternatives of rule 2.
+same start failed on characters of the text, except the whitespace alternatives of rule 2 and
+the three-character contractions of rule 4.
 The rule is checked against the pre-tokenizer itself on random texts and continuations
 (``tests/unit/test_pretoken_region.py``).
 
@@ -149,6 +153,8 @@ def text_region(model: TokenizerModel, text: str) -> Region:
     if not spans:
         return Region((), 0)
     first = spans[-1].start
+    if len(spans) >= 2 and spans[-2].text == "'" and spans[-1].text in ("r", "v", "l", "R", "V", "L"):
+        first = spans[-2].start  # (rule 4)
     m = compiled(r"\s+\Z").search(text)
     if m is not None:
         first = min(first, _span_start(spans, len(text[:m.start()].encode("utf-8"))))
