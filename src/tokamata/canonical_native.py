@@ -5,7 +5,8 @@ can follow; :func:`canonical_filter` picks it or keeps the Python filter.
 Strategy (explicit): byte-level BPE whose split pattern is one of the families of
 :func:`~tokamata.vocab.pretoken_region.region_family` (GPT-2, Llama 3, Qwen 2), no normalizer,
 runs natively (``cpp/src/canonical_filter.cpp``: the same states, steps, liveness search and
-limit, rows cached per (engine position, filter state), the GIL released). Every other
+limit, rows cached per (engine position, filter state), the GIL released), unless its added
+texts use more ASCII characters than the native character keys hold (64). Every other
 tokenizer the Python filter accepts keeps the Python filter (which stays the test oracle:
 ``tests/unit/test_canonical_native.py`` compares the two masks on random walks).
 
