@@ -279,14 +279,16 @@ class LlamaLogitsProcessor:
     def _remember_tokens(self) -> None:
         """Bring the array of ids seen up to the prompt + ``self.tokens``; tokens are only
         appended between calls (:meth:`_sync_slow` clears it when it rolls back)."""
-        first = len(self._prompt)
+        prompt = self._prompt
+        assert prompt is not None  # (set by sync before any token is consumed)
+        first = len(prompt)
         n = first + len(self.tokens)
         if n > len(self._seen):
             grown = np.zeros(max(n, 2 * len(self._seen)), dtype=np.int32)
             grown[:self._num_seen] = self._seen[:self._num_seen]
             self._seen = grown
         if self._num_seen < first:
-            self._seen[:first] = self._prompt
+            self._seen[:first] = prompt
             self._num_seen = first
         self._seen[self._num_seen:n] = self.tokens[self._num_seen - first:]
         self._num_seen = n
@@ -524,7 +526,7 @@ def generate(
                     break
             if len(out) >= max_tokens:
                 # (under a budget the output is complete here: only EOS would fit)
-                finished = processor is not None and budget and processor.matcher.is_accepting()
+                finished = processor is not None and bool(budget) and processor.matcher.is_accepting()
                 break
             if processor is not None:
                 t0 = time.perf_counter()
