@@ -578,7 +578,14 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_event_lists", &GrammarCore::num_event_lists)
       .def_prop_ro("walk_steps", &GrammarCore::walk_steps)
       .def_prop_ro("dense_walks", &GrammarCore::dense_walks)
-      .def_prop_ro("plain_walks", &GrammarCore::plain_walks);
+      .def_prop_ro("plain_walks", &GrammarCore::plain_walks)
+      .def_prop_ro("scratch_fallbacks", &GrammarCore::scratch_fallbacks)
+      .def_static("set_plain_walk_scratch_cap", [](int64_t bytes) {
+        if (bytes < 0) throw nb::value_error("the scratch cap is a byte count >= 0");
+        const size_t before = GrammarCore::plain_walk_scratch_cap();
+        GrammarCore::set_plain_walk_scratch_cap(static_cast<size_t>(bytes));
+        return before;
+      }, "bytes"_a);
 
   nb::class_<ConstraintCore>(m, "ConstraintCore")
       .def(nb::new_(&make_constraint_core), "lexer"_a, "grammar"_a.none(), "initial_lexer"_a, "accepts_empty"_a, "special_offsets"_a,

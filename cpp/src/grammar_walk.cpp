@@ -383,6 +383,11 @@ class ConfigSets {
     return id;
   }
   size_t size(int32_t id) const { return offsets_[id + 1] - offsets_[id]; }
+  // the scratch memory the sets take (members, transitions, leaves, byte sets, hash slots)
+  size_t bytes() const {
+    return members_.size() * sizeof(Config) + offsets_.size() * 4 + hashes_.size() * 8 + next_.size() * 4 +
+           leaf_.size() + (fixed_.size() + moved_.size()) * 32 + slots_.size() * 4;
+  }
   const Config* members(int32_t id) const { return members_.data() + offsets_[id]; }
   // the set after a byte of class `cls` (kUnknown: not computed yet; kDead: empty)
   int32_t& next(int32_t id, int32_t cls) { return next_[static_cast<size_t>(id) * classes_ + static_cast<size_t>(cls)]; }
@@ -424,9 +429,11 @@ class ConfigSets {
 // goes on, or ends and the same one starts again) keeps every token below it alive: its
 // tokens are taken without walking it. Work is counted as walk_below counts it: the
 // configurations at the level, per node (a subtree taken whole counts all its nodes).
+struct ScratchExceeded {};  // walk_config_sets' sets outgrew the cap: the caller walks another way
+
 template <class Spend, class After>
 void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& roots, uint32_t* bits,
-                      Spend spend, After after) {
+                      Spend spend, After after, size_t max_scratch_bytes) {
   const TrieNode* nodes = trie.nodes().data();
   const size_t num_nodes = trie.nodes().size();
   const int32_t* token_ids = trie.token_ids().data();
@@ -454,6 +461,7 @@ void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& 
     }
     next = sets.intern(scratch);
     sets.next(set, cls) = next;
+    if (sets.bytes() > max_scratch_bytes) throw ScratchExceeded{};
     return next;
   };
   // Whether every byte below big node p leads `set` to itself, by transitions the walk has
@@ -714,9 +722,24 @@ int64_t GrammarCore::plain_walk(const std::vector<Config>& roots, uint32_t* bits
   return with_targets([&](Targets& targets) {
     std::vector<Config>& buf = walk_buf_;
     buf.assign(roots.begin(), roots.end());
-    walk_config_sets(lexer_->trie(), lexer_->dfa(), buf, bits, [&](int64_t steps) { spend(steps); },
-                     [&](int32_t parser, int32_t state) -> const std::vector<Config>& { return targets(parser, state); });
+    try {
+      walk_config_sets(lexer_->trie(), lexer_->dfa(), buf, bits, [&](int64_t steps) { spend(steps); },
+                       [&](int32_t parser, int32_t state) -> const std::vector<Config>& { return targets(parser, state); },
+                       plain_walk_scratch_cap());
+    } catch (const ScratchExceeded&) {
+      // (a grammar making a new configuration set at almost every trie node: the bits set so
+      // far are all right, and the per-configuration walk, whose memory is one trie path of
+      // configurations, sets the rest; its work counts on the same budget)
+      scratch_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+      buf.assign(roots.begin(), roots.end());
+      walk_below(0, buf, bits, targets);
+    }
   });
+}
+
+std::atomic<size_t>& GrammarCore::scratch_cap_storage() {
+  static std::atomic<size_t> cap{size_t{64} << 20};
+  return cap;
 }
 
 bool GrammarCore::sliced(int32_t state) {

@@ -186,6 +186,14 @@ class GrammarCore:
     @property
     def plain_walks(self) -> int:
         """Plain walks from the trie root that a lexer state's first mask took."""
+    @property
+    def scratch_fallbacks(self) -> int:
+        """First-mask walks whose configuration sets outgrew the scratch cap and that finished
+        with the per-configuration walk instead."""
+    @staticmethod
+    def set_plain_walk_scratch_cap(bytes: int) -> int:
+        """Set the process-wide cap on a first-mask walk's scratch (default 64 MiB); returns the
+        previous one. For tests."""
 
 class ConstraintCore:
     """A constraint's positions: masks and advances for every matcher of it (strategy 0:

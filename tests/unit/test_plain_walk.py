@@ -65,3 +65,37 @@ def test_plain_walk_equals_indexed_walk(path: Path) -> None:
             short = [t for t in allowed if len(vocab.token_bytes[t]) <= 2]
             assert matcher.consume(rng.choice(short if short and rng.random() < 0.7 else allowed))
     assert checked >= 12
+
+
+@pytest.mark.parametrize("path", GRAMMARS[:3] + GRAMMARS[5:], ids=lambda p: p.stem)
+def test_plain_walk_past_its_scratch_cap_gives_the_same_bits(path: Path) -> None:
+    """With the scratch cap at 1 byte every first-mask walk outgrows it at its first new
+    configuration set and finishes with the per-configuration walk: the bits are the same."""
+    vocab = llama3().vocab
+    constraint = tokamata.compile_grammar(path.read_text(), vocab)
+    walks = constraint.grammar_core
+    words = (vocab.size + 31) // 32
+    matcher = constraint.matcher()
+    rng = random.Random(path.stem)
+    positions = []
+    for _ in range(6):
+        positions += [(p, s) for p, s, _fresh in matcher._core.position() if s >= 0]
+        allowed = [t for t in matcher.allowed_tokens().tolist() if t not in set(vocab.eos_token_ids)]
+        if not allowed:
+            break
+        assert matcher.consume(rng.choice(allowed))
+    expected = []
+    for parser, state in positions:
+        bits = np.zeros(words, dtype=np.uint32)
+        walks.plain_walk(parser, state, bits)
+        expected.append(bits)
+    before = walks.scratch_fallbacks
+    previous = type(walks).set_plain_walk_scratch_cap(1)
+    try:
+        for (parser, state), bits in zip(positions, expected):
+            capped = np.zeros(words, dtype=np.uint32)
+            walks.plain_walk(parser, state, capped)
+            assert np.array_equal(capped, bits), (path.stem, parser, state)
+    finally:
+        type(walks).set_plain_walk_scratch_cap(previous)
+    assert walks.scratch_fallbacks - before == len(positions)

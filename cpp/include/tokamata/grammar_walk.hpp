@@ -133,6 +133,12 @@ class GrammarCore {
   void forget_parsers(const std::vector<uint8_t>& live);
   // Plain walks from the trie root that a lexer state's first mask took (plain_walk).
   int64_t plain_walks() const { return plain_total_.load(std::memory_order_relaxed); }
+  // The first-mask walk's scratch (its interned configuration sets) is capped, process-wide
+  // (default 64 MiB): past the cap that walk gives way to the per-configuration walk from the
+  // root (walk_below), exact too. Settable for tests; scratch_fallbacks counts the switches.
+  static size_t plain_walk_scratch_cap() { return scratch_cap_storage().load(std::memory_order_relaxed); }
+  static void set_plain_walk_scratch_cap(size_t bytes) { scratch_cap_storage().store(bytes, std::memory_order_relaxed); }
+  int64_t scratch_fallbacks() const { return scratch_fallbacks_.load(std::memory_order_relaxed); }
   // The three below: the caller holds lexer().compute_mutex().
   // Terminals that may end at lexer state `state` (cached).
   const std::vector<int32_t>& ends_of(int32_t state);
@@ -217,6 +223,8 @@ class GrammarCore {
   size_t visit_count_ = 0;
   uint64_t epoch_ = 0;
   std::vector<Config> walk_buf_;
+  std::atomic<int64_t> scratch_fallbacks_{0};
+  static std::atomic<size_t>& scratch_cap_storage();
   struct WalkItem {
     int32_t parser, state;
     const std::atomic<int32_t>* row;  // the DFA row of `state`
