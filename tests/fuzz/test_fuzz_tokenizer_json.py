@@ -13,6 +13,7 @@ whose walks pass ``fuzz_checks.walk``.
 
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 from pathlib import Path
@@ -122,7 +123,9 @@ def _set(data: Any, path: tuple, value: Any) -> None:
 def tokenizer_files(draw) -> tuple[bytes, bytes | None, bytes | None, list[int] | None, int]:
     data = draw(st.sampled_from(BASES))()
     for path, value in draw(st.lists(st.tuples(st.sampled_from(_PATHS), _VALUES), max_size=3)):
-        _set(data, path, value)
+        # (a copy: _SPECIAL_VALUES' dicts and lists are shared by every example, and setting a
+        # path inside one of them twice could make it contain itself: json.dumps then fails)
+        _set(data, path, copy.deepcopy(value))
     text = json.dumps(data, ensure_ascii=draw(st.booleans())).encode()
     config = draw(st.one_of(st.none(), st.builds(lambda v: json.dumps({"eos_token": v}).encode(),
                                                  st.one_of(st.sampled_from(["<|endoftext|>", "</s>", "[SEP]", "x"]),
