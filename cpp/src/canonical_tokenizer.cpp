@@ -414,19 +414,24 @@ bool CanonicalTokenizer::region(const uint8_t* text, int32_t n, std::vector<Pret
   return true;
 }
 
+void CanonicalTokenizer::lowest_merge(const std::vector<int32_t>& sym, size_t& at, int32_t& rank,
+                                      int32_t& merged) const {
+  for (size_t i = 0; i + 1 < sym.size(); ++i) {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(sym[i])) << 32) | static_cast<uint32_t>(sym[i + 1]);
+    const MergeSlot* found = find_merge(key);
+    if (found && found->rank < rank) {
+      rank = found->rank;
+      merged = found->merged;
+      at = i;
+    }
+  }
+}
+
 void CanonicalTokenizer::merge(std::vector<int32_t>& sym) const {
   while (sym.size() > 1) {
     int32_t best_rank = INT32_MAX, best_merged = -1;
     size_t best = 0;
-    for (size_t i = 0; i + 1 < sym.size(); ++i) {
-      const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(sym[i])) << 32) | static_cast<uint32_t>(sym[i + 1]);
-      const MergeSlot* found = find_merge(key);
-      if (found && found->rank < best_rank) {
-        best_rank = found->rank;
-        best_merged = found->merged;
-        best = i;
-      }
-    }
+    lowest_merge(sym, best, best_rank, best_merged);
     if (best_merged < 0) return;
     sym[best] = best_merged;
     sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(best) + 1);
@@ -482,15 +487,7 @@ void CanonicalTokenizer::trace(int32_t t, Trace& out) const {
   for (;;) {  // merge()'s loop, recording each state's ends and next rank
     int32_t best_rank = INT32_MAX, best_merged = -1;
     size_t best = 0;
-    for (size_t i = 0; i + 1 < sym.size(); ++i) {
-      const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(sym[i])) << 32) | static_cast<uint32_t>(sym[i + 1]);
-      const MergeSlot* found = find_merge(key);
-      if (found && found->rank < best_rank) {
-        best_rank = found->rank;
-        best_merged = found->merged;
-        best = i;
-      }
-    }
+    lowest_merge(sym, best, best_rank, best_merged);
     out.steps.push_back({best_merged < 0 ? INT32_MAX : best_rank, sym.front(), sym.back()});
     if (best_merged < 0) break;
     sym[best] = best_merged;

@@ -127,6 +127,9 @@ class CanonicalTokenizer {
   void pretokenize(const uint32_t* cps, const int32_t* cls, int32_t n, std::vector<int32_t>& ends) const;
   int32_t match_at(const uint32_t* cps, const int32_t* cls, int32_t n, int32_t i) const;
   void merge(std::vector<int32_t>& symbols) const;
+  // the adjacent pair of `symbols` with the lowest merge rank below `rank`: its index, rank and
+  // merged symbol (unchanged when there is none)
+  void lowest_merge(const std::vector<int32_t>& symbols, size_t& at, int32_t& rank, int32_t& merged) const;
   bool symbols_of(int32_t t, std::vector<int32_t>& out) const;
   int32_t added_at(const uint8_t* text, int32_t n, int32_t at) const;  // longest added text at `at`, its index
   static constexpr uint64_t kSoloKnown = 1, kSoloAlive = 2, kSoloValid = 4, kSoloSelf = 8, kSoloSpaceLast = 16;
