@@ -170,17 +170,23 @@ def converted_tokenizer_dir(gguf_path: Path, name: str) -> Path:
     try:
         tok = transformers.AutoTokenizer.from_pretrained(
             str(gguf_path.parent), gguf_file=gguf_path.name)
-        tok.save_pretrained(str(tmp))
-        if not (tmp / "tokenizer.json").is_file():
-            pytest.skip(f"transformers wrote no tokenizer.json for {gguf_path.name}")
-        try:
-            os.rename(tmp, target)  # atomic; fails if another process got there first
-        except OSError:
-            if not (target / "tokenizer.json").is_file():
-                raise
+        _save_as(tok, tmp, target, gguf_path.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _save_as(tok: Any, out: Path, target: Path, what: str) -> None:
+    """Save transformers tokenizer ``tok`` into the fresh folder ``out``, then move it to
+    ``target`` in one rename (another process may have got there first: then keep theirs)."""
+    tok.save_pretrained(str(out))
+    if not (out / "tokenizer.json").is_file():
+        pytest.skip(f"transformers wrote no tokenizer.json for {what}")
+    try:
+        os.rename(out, target)  # atomic; fails if another process got there first
+    except OSError:
+        if not (target / "tokenizer.json").is_file():
+            raise
 
 
 MISTRAL_V3 = "mistral_instruct_tokenizer_240323.model.v3"
@@ -210,15 +216,7 @@ def mistral_tokenizer_dir() -> Path:
         source.mkdir()
         shutil.copyfile(model, source / "tokenizer.model")  # (the converter wants this name)
         tok = transformers.LlamaTokenizer.from_pretrained(str(source))
-        out = tmp / "out"
-        tok.save_pretrained(str(out))
-        if not (out / "tokenizer.json").is_file():
-            pytest.skip(f"transformers wrote no tokenizer.json for {MISTRAL_V3}")
-        try:
-            os.rename(out, target)  # atomic; fails if another process got there first
-        except OSError:
-            if not (target / "tokenizer.json").is_file():
-                raise
+        _save_as(tok, tmp / "out", target, MISTRAL_V3)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target

@@ -296,6 +296,18 @@ void check_state(const RegexCore& core, int32_t state) {
   if (state < 0 || state >= core.num_states()) throw nb::value_error("lexer state out of range");
 }
 
+void check_parser(GrammarCore& g, int32_t parser) {
+  if (parser < 0 || parser >= g.parser().num_handles()) throw nb::value_error("parser state out of range");
+}
+
+// the checks of a walk over one configuration into a caller's row: its bits
+uint32_t* checked_walk(GrammarCore& g, int32_t parser, int32_t state, Words& out) {
+  check_words(out, g.lexer());
+  check_state(g.lexer(), state);
+  check_parser(g, parser);
+  return out.data();
+}
+
 // The rows of a batch fill: checks every matcher and row index (before anything is written),
 // then runs fill(i, row, width) for every i without the GIL, one work item per distinct matcher
 // (a matcher is used by one thread at a time). fill_bitmasks and fill_bitmasks_budget share it.
@@ -541,25 +553,17 @@ NB_MODULE(_core, m) {
         return row->num_allowed;
       }, "state"_a, "out"_a.noconvert())
       .def("crossing", [](GrammarCore& g, int32_t parser, int32_t state, Words out) {
-        RegexCore& core = g.lexer();
-        check_words(out, core);
-        check_state(core, state);
-        if (parser < 0 || parser >= g.parser().num_handles()) throw nb::value_error("parser state out of range");
-        uint32_t* bits = out.data();
+        uint32_t* bits = checked_walk(g, parser, state, out);
         nb::gil_scoped_release release;
         return g.crossing(parser, state, bits);
       }, "parser"_a, "state"_a, "out"_a.noconvert())
       .def("plain_walk", [](GrammarCore& g, int32_t parser, int32_t state, Words out) {
-        RegexCore& core = g.lexer();
-        check_words(out, core);
-        check_state(core, state);
-        if (parser < 0 || parser >= g.parser().num_handles()) throw nb::value_error("parser state out of range");
-        uint32_t* bits = out.data();
+        uint32_t* bits = checked_walk(g, parser, state, out);
         nb::gil_scoped_release release;
         return g.plain_walk({Config{parser, state}}, bits);
       }, "parser"_a, "state"_a, "out"_a.noconvert())
       .def("start_of", [](GrammarCore& g, int32_t parser) {
-        if (parser < 0 || parser >= g.parser().num_handles()) throw nb::value_error("parser state out of range");
+        check_parser(g, parser);
         nb::gil_scoped_release release;
         std::lock_guard<std::mutex> guard(g.lexer().compute_mutex());
         return g.start_of(parser);

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 
 import numpy as np
 import pytest
@@ -49,6 +50,15 @@ SCHEMA = {
     "additionalProperties": False,
 }
 
+
+
+def run_in_threads(work, n: int) -> None:
+    """work(0) ... work(n - 1), each on its own thread, all at once; returns when all end."""
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 def c_like() -> str:
     with open(os.path.join(ROOT, "tests", "data", "grammars", "c_like.lark"), encoding="utf-8") as f:
@@ -169,7 +179,6 @@ def test_sweep_keeps_what_live_matchers_hold():
 def test_sweeps_while_other_threads_walk():
     """Threads walking one constraint with a low limit: sweeps run between their calls (never
     inside one), and every walk's masks equal a replay on a constraint that never swept."""
-    import threading
 
     c = compile_case("c_like", Limits(max_parser_states=600))
     fresh = compile_case("c_like")
@@ -188,11 +197,7 @@ def test_sweeps_while_other_threads_walk():
         except BaseException as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors, errors
     assert c._core.num_sweeps >= 1
     assert c.num_parser_states <= 600
@@ -335,7 +340,6 @@ def test_threads_walk_fill_budgets_and_drafts_while_sweeps_run():
     """Four threads on one constraint that sweeps at the end of every call: masks and draft
     rows recorded along each walk equal a replay on a constraint that never swept afterwards,
     and every budget row is within the mask, non-empty from ``budget_needed()`` on."""
-    import threading
 
     c = swept_every_call(compile_case("c_like"))
     records: list[tuple[list[int], list[np.ndarray], np.ndarray]] = []
@@ -366,11 +370,7 @@ def test_threads_walk_fill_budgets_and_drafts_while_sweeps_run():
         except BaseException as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors, errors
     assert c._core.num_sweeps > 100
     fresh = compile_case("c_like")
