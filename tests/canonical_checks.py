@@ -6,6 +6,9 @@ each against the tokenizer's own encodings (``tokenizer.encode``, the ``tokenize
   (hypothesis strings of ``texts``) walks to EOS.
 - :func:`check_walks_are_encodings` (soundness): a random walk through the masks, ended by EOS,
   is the encoding of its own text, and never meets an empty mask.
+- :func:`compile_canonical`: a regex, Lark grammar or JSON Schema compiled with canonical=True.
+- :func:`check_masks_along_trie` (exact, finite languages): at every node of the trie of the
+  encodings, the mask is exactly that node's next tokens (EOS where an encoding ends).
 """
 
 from __future__ import annotations
@@ -51,3 +54,37 @@ def check_walks_are_encodings(constraint, tokenizer, seed: int, walks: int) -> N
             walk.append(t)
         text = vocab.decode(walk).decode("utf-8")
         assert tokenizer.encode(text) == walk, text
+
+
+def check_masks_along_trie(matcher, trie, vocab, what) -> list[tuple[int, ...]]:
+    """Walk every node of ``trie`` (token prefix -> next tokens, -1 for the end: the encodings
+    of a finite language) from ``matcher``'s start: the allowed tokens are exactly the node's
+    (EOS ids for -1) and the position accepts exactly there. ``what`` names the case in
+    failures. Returns the nodes where an encoding ends."""
+    eos = set(vocab.eos_token_ids)
+    ends = []
+    pending: list[tuple[int, ...]] = [()]
+    while pending:
+        node = pending.pop()
+        walk = matcher.copy()
+        walk.rollback(walk.num_consumed)
+        assert walk.consume_many(node) == len(node)
+        expected = {t for t in trie[node] if t >= 0} | (eos if -1 in trie[node] else set())
+        got = set(walk.allowed_tokens().tolist())
+        assert got == expected, (what, node, [vocab.token_bytes[t] for t in sorted(got ^ expected) if t not in eos])
+        assert walk.is_accepting() == (-1 in trie[node])
+        if -1 in trie[node]:
+            ends.append(node)
+        pending.extend(node + (t,) for t in trie[node] if t >= 0)
+    return ends
+
+
+def compile_canonical(kind: str, spec, vocab):
+    """``spec`` (``kind``: "regex", "grammar", else a JSON Schema) compiled with canonical=True."""
+    import tokamata
+
+    if kind == "regex":
+        return tokamata.compile_regex(spec, vocab, canonical=True)
+    if kind == "grammar":
+        return tokamata.compile_grammar(spec, vocab, canonical=True)
+    return tokamata.compile_json_schema(spec, vocab, canonical=True)

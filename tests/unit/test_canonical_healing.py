@@ -17,6 +17,7 @@ import pytest
 
 import real_tokenizers as real
 import tokamata
+from canonical_checks import check_masks_along_trie
 from test_canonical_masks import encoding_trie, enumerate_regex
 from test_canonical_sentencepiece import mistral
 
@@ -42,23 +43,11 @@ def check_healed(tokenizer, prompt: str, max_tokens: int, pattern: str) -> int:
     head = removed.decode("utf-8")
     strings = enumerate_regex(pattern)
     trie = encoding_trie(tokenizer, [head + s for s in strings])
-    eos = set(vocab.eos_token_ids)
     matcher = tokamata.compile_regex(pattern, vocab, canonical=True).matcher(prefix=removed)
-    pending = [()]
-    while pending:
-        node = pending.pop()
-        walk = matcher.copy()
-        walk.rollback(walk.num_consumed)
-        assert walk.consume_many(node) == len(node)
-        expected = {t for t in trie[node] if t >= 0} | (eos if -1 in trie[node] else set())
-        got = set(walk.allowed_tokens().tolist())
-        assert got == expected, (prompt, removed, pattern, node,
-                                 [vocab.token_bytes[t] for t in sorted(got ^ expected) if t not in eos])
-        assert walk.is_accepting() == (-1 in trie[node])
-        if -1 in trie[node]:  # round trip: the kept prompt + the output is prompt + a sentence
-            text = (vocab.decode(kept) + vocab.decode(list(node))).decode("utf-8")
-            assert text[len(prompt):] in strings and text.startswith(prompt)
-        pending.extend(node + (t,) for t in trie[node] if t >= 0)
+    for node in check_masks_along_trie(matcher, trie, vocab, (prompt, removed, pattern)):
+        # round trip: the kept prompt + the output is prompt + a sentence
+        text = (vocab.decode(kept) + vocab.decode(list(node))).decode("utf-8")
+        assert text[len(prompt):] in strings and text.startswith(prompt)
     return len(trie)
 
 

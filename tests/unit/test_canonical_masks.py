@@ -17,7 +17,8 @@ import re._parser as sre  # type: ignore[import-not-found]
 import pytest
 
 import real_tokenizers as real
-from canonical_checks import check_encodings_accepted, check_walks_are_encodings
+from canonical_checks import (check_encodings_accepted, check_masks_along_trie, check_walks_are_encodings,
+                              compile_canonical)
 import tokamata
 from tokamata import InvalidArgument, Unsupported
 
@@ -114,19 +115,8 @@ def check_finite(tokenizer, pattern: str) -> int:
     strings = enumerate_regex(pattern)
     assert all(re.fullmatch(pattern, s) for s in strings)
     trie = encoding_trie(tokenizer, strings)
-    eos = set(vocab.eos_token_ids)
     matcher = tokamata.compile_regex(pattern, vocab, canonical=True).matcher()
-    pending = [()]
-    while pending:
-        node = pending.pop()
-        walk = matcher.copy()
-        walk.rollback(walk.num_consumed)
-        assert walk.consume_many(node) == len(node)
-        expected = {t for t in trie[node] if t >= 0} | (eos if -1 in trie[node] else set())
-        got = set(walk.allowed_tokens().tolist())
-        assert got == expected, (pattern, node, [vocab.token_bytes[t] for t in sorted(got ^ expected) if t not in eos])
-        assert walk.is_accepting() == (-1 in trie[node])
-        pending.extend(node + (t,) for t in trie[node] if t >= 0)
+    check_masks_along_trie(matcher, trie, vocab, pattern)
     return len(trie)
 
 
@@ -196,21 +186,13 @@ INFINITE = [  # (kind, spec, a regex of its texts for hypothesis)
 ]
 
 
-def _compile(kind, spec, vocab):
-    if kind == "regex":
-        return tokamata.compile_regex(spec, vocab, canonical=True)
-    if kind == "grammar":
-        return tokamata.compile_grammar(spec, vocab, canonical=True)
-    return tokamata.compile_json_schema(spec, vocab, canonical=True)
-
-
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
 @pytest.mark.parametrize("case", range(len(INFINITE)))
 def test_encodings_are_accepted(name, case):
     """Completeness: the tokenizer's encoding of any text of the language walks to EOS."""
     tokenizer = TOKENIZERS[name]()
     kind, spec, texts = INFINITE[case]
-    check_encodings_accepted(_compile(kind, spec, tokenizer.vocab), tokenizer, texts, examples=25)
+    check_encodings_accepted(compile_canonical(kind, spec, tokenizer.vocab), tokenizer, texts, examples=25)
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
@@ -219,7 +201,7 @@ def test_random_walks_are_their_own_encoding(name, case):
     """Soundness: a walk through the masks ends (EOS) in the encoding of its own text."""
     tokenizer = TOKENIZERS[name]()
     kind, spec, _ = INFINITE[case]
-    check_walks_are_encodings(_compile(kind, spec, tokenizer.vocab), tokenizer, seed=case, walks=6)
+    check_walks_are_encodings(compile_canonical(kind, spec, tokenizer.vocab), tokenizer, seed=case, walks=6)
 
 
 def test_every_front_door_takes_canonical_and_pickles():

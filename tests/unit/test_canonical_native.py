@@ -18,6 +18,7 @@ import random
 import pytest
 
 import real_tokenizers as real
+from canonical_checks import compile_canonical
 import tokamata
 from tokamata import _core
 from tokamata.canonical_core import CanonicalCore
@@ -75,19 +76,11 @@ CASES = [
 ]
 
 
-def _compile(kind, spec, vocab):
-    if kind == "regex":
-        return tokamata.compile_regex(spec, vocab, canonical=True)
-    if kind == "grammar":
-        return tokamata.compile_grammar(spec, vocab, canonical=True)
-    return tokamata.compile_json_schema(spec, vocab, canonical=True)
-
-
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_native_masks_equal_python_masks_on_random_walks(name, case):
     vocab = TOKENIZERS[name]().vocab
-    constraint = _compile(*CASES[case], vocab)
+    constraint = compile_canonical(*CASES[case], vocab)
     assert isinstance(constraint.canonical, NativeCanonicalFilter)
     oracle = CanonicalFilter(vocab, constraint.limits)
     eos = set(vocab.eos_token_ids)

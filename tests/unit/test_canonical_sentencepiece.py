@@ -20,9 +20,9 @@ import random
 import pytest
 
 import real_tokenizers as real
-from canonical_checks import check_encodings_accepted, check_walks_are_encodings
+from canonical_checks import check_encodings_accepted, check_walks_are_encodings, compile_canonical
 import tokamata
-from test_canonical_masks import FINITE, INFINITE, _compile, check_finite
+from test_canonical_masks import FINITE, INFINITE, check_finite
 from tokamata import Unsupported
 from tokamata.vocab.canonical import bigram_canonical, merge_reachable
 from tokamata.vocab.token_filters import LocalFilter
@@ -99,7 +99,7 @@ def test_encodings_are_accepted(name, case):
     """Completeness: the tokenizer's encoding of any text of the language walks to EOS."""
     tokenizer = TOKENIZERS[name]()
     kind, spec, texts = INFINITE[case]
-    check_encodings_accepted(_compile(kind, spec, tokenizer.vocab), tokenizer, texts, examples=20)
+    check_encodings_accepted(compile_canonical(kind, spec, tokenizer.vocab), tokenizer, texts, examples=20)
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
@@ -108,7 +108,7 @@ def test_random_walks_are_their_own_encoding(name, case):
     """Soundness: a walk through the masks ends (EOS) in the encoding of its own text."""
     tokenizer = TOKENIZERS[name]()
     kind, spec, _ = INFINITE[case]
-    check_walks_are_encodings(_compile(kind, spec, tokenizer.vocab), tokenizer, seed=case, walks=4)
+    check_walks_are_encodings(compile_canonical(kind, spec, tokenizer.vocab), tokenizer, seed=case, walks=4)
 
 
 def test_byte_fallback_runs_only_for_characters_that_are_no_piece():
