@@ -77,17 +77,16 @@ class Bridge:
         if found >> 32 == self.generation:
             return found & 0xFFFFFFFF
         # (no lock: the arena dedupes, so a race at worst imports a node twice)
-        return _import(self, node)
+        _import(self, [node])
+        return node._native & 0xFFFFFFFF
 
     def to_arena_many(self, nodes: "list[d.Expr]") -> list[int]:
-        """The arena ids of ``nodes``, those not imported yet in one batch (as the members of
-        their alternation: a member that the alternation does not keep as itself, a byte set
-        or an alternation, is imported by ``to_arena`` after it)."""
+        """The arena ids of ``nodes``, those not imported yet in one batch."""
         generation = self.generation
         missing = [node for node in nodes if node._native >> 32 != generation]
-        if len(missing) > 1:
-            _import(self, d.alternation(*missing))
-        return [self.to_arena(node) for node in nodes]
+        if missing:
+            _import(self, missing)
+        return [node._native & 0xFFFFFFFF for node in nodes]
 
 
 def _limbs(value: int, records: array) -> None:
@@ -108,9 +107,10 @@ def _limbs(value: int, records: array) -> None:
 ARENA_NODES_KEPT = 400_000
 
 
-def _import(bridge: Bridge, node: d.Expr) -> int:
-    """Import ``node``'s subterms not imported yet in one batch. While the batch is built,
-    its nodes' ``_native`` is negative, ``-1 - (batch << 32 | index)``; the arena ids replace
+def _import(bridge: Bridge, roots: "list[d.Expr]") -> int:
+    """Import the subterms of ``roots`` not imported yet, in one batch; returns how many nodes
+    the batch imported (each imported node's ``_native`` then holds its arena id). While the
+    batch is built, its nodes' ``_native`` is negative, ``-1 - (batch << 32 | index)``; the arena ids replace
     it once the arena has them (another thread may import the same nodes meanwhile: its batch
     number differs, and hash-consing makes the double import harmless)."""
     generation = bridge.generation
@@ -122,7 +122,7 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
     CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.BYTES, d.Kind.UTF8
     AND, DIFF, UNTIL, DECMOD = d.Kind.AND, d.Kind.DIFF, d.Kind.UNTIL, d.Kind.DECMOD
     SUBSTRING = d.Kind.SUBSTRING
-    stack = [node]
+    stack = roots[::-1]
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
         memo = top._native
@@ -195,7 +195,7 @@ def _import(bridge: Bridge, node: d.Expr) -> int:
         ids = bridge.arena.import_nodes(np.frombuffer(records, dtype=np.int32))
         for expr, ident in zip(order, ids):
             expr._native = mark | ident
-    return node._native & 0xFFFFFFFF
+    return len(order)
 
 
 _batches = itertools.count()

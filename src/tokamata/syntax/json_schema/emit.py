@@ -269,14 +269,18 @@ class Emitter:
         cap = high if high is not None else max(low, 1)
         opener = layout.open("{", depth)
         comma = layout.comma(depth)
-        key_terminals = {}
-        for i, (name, _, _, _) in enumerate(members):
-            key = keys[name]
-            key_terminals[i] = (self.terminal(d.concat(opener, key), "open_key"),
-                                self.terminal(d.concat(comma, key), "comma_key"))
-        region_terminals = [(self.terminal(d.concat(opener, region), "open_key"),
-                             self.terminal(d.concat(comma, region), "comma_key"), conj, met)
-                            for region, conj, met in regions]
+        # a member's key terminal, after "{" or after ",": made when a rule first uses it (an
+        # unused one would only be dropped again, renumbering the grammar's terminals)
+        key_terminals: dict[tuple[d.Expr, bool], int] = {}
+
+        def key_terminal(key: d.Expr, first: bool) -> int:
+            found = key_terminals.get((key, first))
+            if found is None:
+                found = key_terminals[(key, first)] = (
+                    self.terminal(d.concat(opener, key), "open_key") if first
+                    else self.terminal(d.concat(comma, key), "comma_key"))
+            return found
+
         close = self.terminal(layout.close("}", depth), "close_object")
         tag = ("object", shape, depth)
 
@@ -292,10 +296,13 @@ class Emitter:
                 self.builder.check_room(4 * len(options))  # (each a rule: doubles per witness)
             return [(self.value(c, depth + 1), m) for c, m in options if FALSE_TERM not in c]
 
-        def member_rules(symbol: int, count: int, done: frozenset, opened: int, separated: int,
+        def member_rules(symbol: int, count: int, done: frozenset, key: d.Expr,
                          conj: Conj, met: frozenset, following) -> None:
-            for value, now in values(conj, met, done):
-                self.rule(symbol, [opened if count == 0 else separated, value, following(now)])
+            options = values(conj, met, done)
+            if options:
+                opened = key_terminal(key, count == 0)
+                for value, now in options:
+                    self.rule(symbol, [opened, value, following(now)])
 
         def regions_state(count: int, done: frozenset) -> int:
             return self._state(tag + ("regions", count, done), "members",
@@ -305,8 +312,8 @@ class Emitter:
             if count >= max(low, 1) and done == every:
                 self.rule(symbol, [close])
             if high is None or count < high:
-                for opened, separated, conj, met in region_terminals:
-                    member_rules(symbol, count, done, opened, separated, conj, met,
+                for region, conj, met in regions:
+                    member_rules(symbol, count, done, region, conj, met,
                                  lambda now: regions_state(advance(count), now))
 
         def declared_state(index: int, count: int, done: frozenset) -> int:
@@ -318,8 +325,7 @@ class Emitter:
         def declared_rules(symbol: int, index: int, count: int, done: frozenset) -> None:
             name, conj, required, met = members[index]
             if high is None or count < high:
-                opened, separated = key_terminals[index]
-                member_rules(symbol, count, done, opened, separated, conj, met,
+                member_rules(symbol, count, done, keys[name], conj, met,
                              lambda now: declared_state(index + 1, advance(count), now))
             if not required:
                 self.rule(symbol, [declared_state(index + 1, count, done)])
@@ -337,11 +343,10 @@ class Emitter:
                     if i not in emitted:
                         # repeats allowed: only required members are remembered (see below)
                         after = emitted | {i} if (exact or required) else emitted
-                        opened, separated = key_terminals[i]
-                        member_rules(symbol, count, done, opened, separated, conj, met,
+                        member_rules(symbol, count, done, keys[members[i][0]], conj, met,
                                      lambda now, after=after: any_order_state(after, advance(count), now))
-                for opened, separated, conj, met in region_terminals:
-                    member_rules(symbol, count, done, opened, separated, conj, met,
+                for region, conj, met in regions:
+                    member_rules(symbol, count, done, region, conj, met,
                                  lambda now: any_order_state(emitted, advance(count), now))
 
         if low == 0 and not any(m[2] for m in members) and not witnesses:
