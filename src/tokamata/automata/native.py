@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import itertools
+import struct
 import threading
 from array import array
 
@@ -43,15 +44,15 @@ _LIMB = 10 ** 9  # DECMOD's p and remainder cross as base-10**9 limbs, low first
 _generations = itertools.count(1)
 
 
-_mask_words: dict[int, array] = {}
+_mask_words: dict[int, tuple[int, ...]] = {}
+_EIGHT_WORDS = struct.Struct("<8i")
 
 
-def _words(mask: int) -> array:
+def _words(mask: int) -> tuple[int, ...]:
     """A 256-bit mask as eight int32 words, low first (cached: masks repeat)."""
     words = _mask_words.get(mask)
     if words is None:
-        words = array("i")
-        words.frombytes(mask.to_bytes(32, "little", signed=False))
+        words = _EIGHT_WORDS.unpack(mask.to_bytes(32, "little", signed=False))
         if len(_mask_words) < 65536:
             _mask_words[mask] = words
     return words
@@ -89,7 +90,7 @@ class Bridge:
         return [node._native & 0xFFFFFFFF for node in nodes]
 
 
-def _limbs(value: int, records: array) -> None:
+def _limbs(value: int, records: list[int]) -> None:
     """``value`` (a natural) as its number of base-10**9 limbs, then the limbs, low first."""
     limbs = []
     while value:
@@ -117,11 +118,12 @@ def _import(bridge: Bridge, roots: "list[d.Expr]") -> int:
     mark = generation << 32
     serial = next(_batches) & 0x3FFFFFFF
     in_batch = -1 - (serial << 32)  # the marks of this batch are in_batch - index
-    records = array("i")
+    records: list[int] = []  # (converted once at the end: an array's append parses its argument)
     order: list[d.Expr] = []
-    CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = d.Kind.CONCAT, d.Kind.ALT, d.Kind.REPEAT, d.Kind.TAGGED, d.Kind.BYTES, d.Kind.UTF8
-    AND, DIFF, UNTIL, DECMOD = d.Kind.AND, d.Kind.DIFF, d.Kind.UNTIL, d.Kind.DECMOD
-    SUBSTRING = d.Kind.SUBSTRING
+    K = d.Kind
+    CONCAT, ALT, REPEAT, TAGGED, BYTES, UTF8 = K.CONCAT, K.ALT, K.REPEAT, K.TAGGED, K.BYTES, K.UTF8
+    AND, DIFF, UNTIL, DECMOD, SUBSTRING = K.AND, K.DIFF, K.UNTIL, K.DECMOD, K.SUBSTRING
+    NOTHING, EPSILON = K.NOTHING, K.EPSILON
     stack = roots[::-1]
     while stack:  # post-order without recursion: concatenations may be long
         top = stack[-1]
@@ -159,7 +161,7 @@ def _import(bridge: Bridge, roots: "list[d.Expr]") -> int:
             memo = args[0]._native  # an arena id, or -1 - i for the i-th record of this batch
             records.append(-1 - (in_batch - memo) if memo < 0 else memo & 0xFFFFFFFF)
             records.extend(args[1:])
-        elif kind == d.Kind.NOTHING or kind == d.Kind.EPSILON:
+        elif kind == NOTHING or kind == EPSILON:
             records.append(kind)
         elif kind == CONCAT or kind == ALT or kind == AND or kind == DIFF:
             records.append(kind)
@@ -192,7 +194,7 @@ def _import(bridge: Bridge, roots: "list[d.Expr]") -> int:
         top._native = in_batch - len(order)
         order.append(top)
     if order:
-        ids = bridge.arena.import_nodes(np.frombuffer(records, dtype=np.int32))
+        ids = bridge.arena.import_nodes(np.frombuffer(array("i", records), dtype=np.int32))
         for expr, ident in zip(order, ids):
             expr._native = mark | ident
     return len(order)

@@ -25,14 +25,14 @@ What it does not do: report errors (``check_grammar`` does), or merge anything.
 
 from __future__ import annotations
 
-from .ir import Grammar, Rule, Terminal, rules_core
+from .ir import Grammar, Rule, Terminal, live_symbols
 
 __all__ = ["drop_dead_rules", "start_is_productive"]
 
 
 def start_is_productive(grammar: Grammar) -> bool:
     """Does the start symbol derive some finite string (is the language non-empty)?"""
-    return bool(rules_core(grammar).productive()[grammar.start])
+    return bool(live_symbols(grammar)[0][grammar.start])
 
 
 def drop_dead_rules(grammar: Grammar, drop_unproductive: bool) -> Grammar:
@@ -47,12 +47,9 @@ def drop_dead_rules(grammar: Grammar, drop_unproductive: bool) -> Grammar:
     >>> [t.name for t in live.terminals], live.nonterminals, live.rules
     (['a'], ('start',), (Rule(lhs=0, rhs=(0,), origin=None),))
     """
-    core = rules_core(grammar)
-    productive = core.productive()
+    productive, reachable = live_symbols(grammar)  # (reachable: through productive rules only)
     if not productive[grammar.start]:
         return grammar  # (an empty language: check_grammar names it)
-    # reachable from the start through rules whose symbols are all productive
-    reachable = core.reachable(grammar.start, productive)
     rules = grammar.rules
     if 0 in productive:
         unproductive = {-index - 1 for index in range(len(grammar.nonterminals)) if not productive[index]}

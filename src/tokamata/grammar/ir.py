@@ -28,7 +28,7 @@ from ..errors import InvalidSyntax, LimitExceeded
 from ..limits import Limits
 
 __all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar",
-           "rules_core", "single_lexeme", "lexeme_grammar"]
+           "rules_core", "live_symbols", "single_lexeme", "lexeme_grammar"]
 
 
 def nonterminal(index: int) -> int:
@@ -185,6 +185,20 @@ def rules_core(grammar: Grammar) -> "_core.GrammarRules":
     return found
 
 
+def live_symbols(grammar: Grammar) -> tuple[bytes, bytes]:
+    """Per nonterminal of ``grammar``: is it productive, and is it reachable from the start
+    through rules whose symbols are all productive (cached on the grammar: the builder's
+    dead-rule pass and :func:`check_grammar` ask the same questions of the same grammar).
+    ``ValueError`` if a symbol is out of range, as :func:`rules_core`."""
+    found = grammar.__dict__.get("_live_symbols")
+    if found is None:
+        core = rules_core(grammar)
+        productive = core.productive()
+        found = (productive, core.reachable(grammar.start, productive))
+        object.__setattr__(grammar, "_live_symbols", found)
+    return found
+
+
 def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
     """Validate ``grammar`` and return it without unreachable rules.
 
@@ -218,7 +232,7 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
         if not 0 <= index < num_terminals or grammar.terminals[index].expr is None:
             raise _error(grammar, "%ignore needs a text terminal", None)
     try:  # (a front end may have built the flat rules already: rules_core)
-        core = grammar.__dict__.get("_rules_core") or _flat_rules(grammar.rules, num_nonterminals, num_terminals)
+        core = rules_core(grammar)
     except ValueError:  # some symbol is out of range: name the rule
         for rule in grammar.rules:
             if not 0 <= rule.lhs < num_nonterminals:
@@ -230,12 +244,10 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
                 elif nonterminal_index(symbol) >= num_nonterminals:
                     raise _error(grammar, f"undefined rule #{nonterminal_index(symbol)}", rule.origin) from None
         raise
-    productive = core.productive()
+    productive, reachable = live_symbols(grammar)  # (reachable: through productive rules only)
     if not productive[grammar.start]:
         raise _error(grammar, f"the grammar's language is empty: {grammar.nonterminals[grammar.start]} "
                               "derives no finite string", _first_origin(grammar, grammar.start))
-    # reachable from start through productive rules only
-    reachable = core.reachable(grammar.start, productive)
     # an unproductive nonterminal that a reachable rule mentions is an error (it is dead code
     # the user most likely did not intend)
     for rule in grammar.rules if 0 in productive else ():
@@ -254,6 +266,8 @@ def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:
     object.__setattr__(checked, "_checked_size",
                        size if rules is grammar.rules else len(rules) + sum(len(rule.rhs) for rule in rules))
     object.__setattr__(checked, "_rules_core", core)
+    if rules is grammar.rules:
+        object.__setattr__(checked, "_live_symbols", (productive, reachable))
     return checked
 
 
