@@ -177,7 +177,8 @@ def render(results, s, cases, tok, engines, versions, setup_s, skipped, skipped_
     a("## Time to first mask (ms)")
     a("")
     a("Grammar text → compiled constraint → matcher → first mask, a fresh compile every run (tokamata: "
-      "`clear_caches(vocab)` before each). Median over runs; in parentheses the first run.")
+      "`clear_caches(vocab)` before each). Median over runs; in parentheses the first run. "
+      + ("Clock: this process's CPU time (`--cpu`)." if getattr(args, "cpu", False) else "Clock: wall."))
     a("")
     a("| grammar | " + " | ".join(engines) + ratio_cols() + " |")
     a(sep(len(engines) + (len(peers) if has_t else 0)))
