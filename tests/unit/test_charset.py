@@ -51,6 +51,19 @@ def test_one_case_insensitive_character_matches_re_everywhere(pattern):
     assert node.charset == matching_set(pattern)
 
 
+def test_generated_cased_table_is_res_own_case_mapping():
+    """unicode_tables.TABLES["cased"] (what spares the first case-insensitive compile its scan of
+    every code point) is exactly that scan, on this Python's Unicode version."""
+    import unicodedata
+
+    from tokamata.automata import unicode_tables
+
+    if unicode_tables.UNICODE_VERSION != unicodedata.unidata_version:
+        pytest.skip("the generated tables are of another Unicode version (charset scans instead)")
+    table = [c for lo, hi in unicode_tables.TABLES["cased"] for c in range(lo, hi + 1)]
+    assert table == cs.cased_code_points()
+
+
 def test_set_operations():
     a = cs.normalize([(5, 10), (1, 3), (4, 4), (20, 30)])
     assert a == ((1, 10), (20, 30))

@@ -114,9 +114,10 @@ def category(name: str, ascii_only: bool) -> CharSet:
     return complement(base) if name.isupper() else base
 
 
-@functools.lru_cache(maxsize=None)
-def _case_related() -> tuple[int, ...]:
-    """Every code point that some case mapping of ``re``'s IGNORECASE touches."""
+def cased_code_points() -> list[int]:
+    """Every code point ``c`` whose ``re`` lowercase differs from it or that ``re`` calls cased,
+    and those lowercases: a scan of every code point through ``re``'s C tables (~250 ms;
+    ``unicode_tables.TABLES["cased"]`` holds its answer for one Unicode version)."""
     import _sre  # the C engine's own tables
 
     related: set[int] = set()
@@ -125,6 +126,22 @@ def _case_related() -> tuple[int, ...]:
         if low != c or _sre.unicode_iscased(c):
             related.add(c)
             related.add(low)
+    return sorted(related)
+
+
+@functools.lru_cache(maxsize=None)
+def _case_related() -> tuple[int, ...]:
+    """Every code point that some case mapping of ``re``'s IGNORECASE touches (from the
+    generated table when it is of this Python's Unicode version: the first case-insensitive
+    compile of a process took the ~250 ms scan otherwise)."""
+    from . import unicode_tables
+
+    related: set[int] = set()
+    if unicode_tables.UNICODE_VERSION == unicodedata.unidata_version:
+        for lo, hi in unicode_tables.TABLES["cased"]:
+            related.update(range(lo, hi + 1))
+    else:
+        related.update(cased_code_points())
     try:
         from re import _casefix  # type: ignore[attr-defined]
 
