@@ -141,6 +141,7 @@ class _Lowering:
         self.exprs: dict[str, d.Expr] = {}
         self.sizes: dict[str, int] = {}  # terminal -> nodes of its body, references written out
         self.ignore_case_chars: dict[str, d.Expr] = {}  # character -> its expression under the i flag
+        self.literals: dict[str, d.Expr] = {}  # a literal's source text -> its expression
         self.in_progress: set[str] = set()
         self.depth = 0
 
@@ -428,6 +429,15 @@ class _Lowering:
         return ext.delimited_subsequence(items, delimiter)
 
     def literal_expr(self, literal: Literal) -> d.Expr:
+        """The expression of a string or regex literal, memoized by its source text (quotes and
+        flags included, which decode one way only): a grammar writes its keywords and
+        punctuation many times."""
+        found = self.literals.get(literal.raw)
+        if found is None:
+            found = self.literals[literal.raw] = self._literal_expr(literal)
+        return found
+
+    def _literal_expr(self, literal: Literal) -> d.Expr:
         if not literal.is_regex:
             if not literal.flags:
                 return d.concat_all(d.byte_set(1 << b) for b in self.encode(literal.value, literal.span))
