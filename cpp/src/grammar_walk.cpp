@@ -427,8 +427,11 @@ class ConfigSets {
 // byte follows) are never handed to the parser. A big subtree (TokenTrie::subtree_bytes) all
 // of whose bytes lead the set to itself (the inside of a name, a number, a comment: the lexeme
 // goes on, or ends and the same one starts again) keeps every token below it alive: its
-// tokens are taken without walking it. Work is counted as walk_below counts it: the
-// configurations at the level, per node (a subtree taken whole counts all its nodes).
+// tokens are taken without walking it; so is one where a single configuration keeps its lexer
+// state through every byte below (inside a name where keywords may also start: the set changes
+// at every byte, that configuration alone keeps each token alive), by transitions known
+// already. Work is counted as walk_below counts it: the configurations at the level, per node
+// (a subtree taken whole counts all its nodes).
 struct ScratchExceeded {};  // walk_config_sets' sets outgrew the cap: the caller walks another way
 
 template <class Spend, class After>
@@ -484,6 +487,41 @@ void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& 
     }
     return true;
   };
+  // Whether some configuration of `set` keeps its lexer state through every byte below big
+  // node p (the inside of a name while other lexemes may also start: the set changes, but that
+  // configuration alone keeps every token below alive), by transitions already known; each
+  // state's bytes known to lead it to itself (loops) or elsewhere (exits) are remembered.
+  std::vector<std::array<uint64_t, 4>> loops, exits;
+  auto kept_by_one = [&](size_t p, int32_t set) {
+    while (below.nodes[cursor] < p) ++cursor;
+    const std::array<uint64_t, 4>& bytes = below.bytes[cursor];
+    const Config* c = sets.members(set);
+    for (size_t i = 0, n = std::min<size_t>(sets.size(set), 8); i < n; ++i) {
+      const int32_t state = c[i].state;
+      if (static_cast<size_t>(state) >= loops.size()) {
+        loops.resize(static_cast<size_t>(state) + 1, {});
+        exits.resize(static_cast<size_t>(state) + 1, {});
+      }
+      bool kept = true;
+      for (int w = 0; w < 4 && kept; ++w) kept = !(bytes[w] & exits[state][w]);
+      for (int w = 0; w < 4 && kept; ++w) {
+        for (uint64_t todo = bytes[w] & ~loops[state][w]; todo && kept; todo &= todo - 1) {
+          const int bit = __builtin_ctzll(todo);
+          const int32_t to = dfa.peek(state, static_cast<uint8_t>(w * 64 + bit));
+          if (to == kUnknown) {
+            kept = false;
+          } else if (to == state) {
+            loops[state][w] |= 1ull << bit;
+          } else {
+            exits[state][w] |= 1ull << bit;
+            kept = false;
+          }
+        }
+      }
+      if (kept) return true;
+    }
+    return false;
+  };
   std::vector<int32_t> stack(1, root);  // the set of each open level
   const size_t end = nodes[0].subtree_size;
   size_t p = 1;
@@ -514,7 +552,8 @@ void walk_config_sets(const TokenTrie& trie, LazyDfa& dfa, std::vector<Config>& 
       }
       if (next < 0) {  // a leaf
         p += 1;
-      } else if (node.subtree_size >= TokenTrie::kBytesSubtree && taken_whole(p, next)) {  // all alive below
+      } else if (node.subtree_size >= TokenTrie::kBytesSubtree &&
+                 (taken_whole(p, next) || kept_by_one(p, next))) {  // all alive below
         const size_t last = p + node.subtree_size;
         const int32_t to = last < num_nodes ? nodes[last].token_begin : num_ids;
         for (int32_t i = nodes[p + 1].token_begin; i < to; ++i) bits[token_ids[i] >> 5] |= 1u << (token_ids[i] & 31);
