@@ -244,9 +244,18 @@ class _Lowering:
 
     def _symbols(self, node: Node, hint: str) -> list[int]:
         b = self.builder
-        origin = self.origin(node.span)
         if isinstance(node, Seq):
             return [s for item in node.items for s in self.symbols(item, hint)]
+        if isinstance(node, Ref):
+            if node.is_rule:
+                if node.name not in self.rules:
+                    raise self.source.error(f"undefined rule {node.name!r}", node.span)
+                return [b.nonterminal(node.name)]
+            expr = self.terminal_expr(node.name, node.span)
+            return [b.terminal(node.name, expr, self.origin(self.terminals[node.name].span))]
+        origin = self.origin(node.span)
+        if isinstance(node, Literal):
+            return [b.terminal(self.name(node), self.expr(node), origin)]
         if isinstance(node, Alt):
             return [b.group([self.symbols(option, hint) for option in node.options], hint, origin)]
         if isinstance(node, Repeat):
@@ -260,13 +269,6 @@ class _Lowering:
             if (node.low, node.high) == (1, UNBOUNDED):
                 return [b.plus(item, hint, origin)]
             return b.repeat(item, node.low, d.UNBOUNDED if node.high == UNBOUNDED else node.high, hint, origin)
-        if isinstance(node, Ref):
-            if node.is_rule:
-                if node.name not in self.rules:
-                    raise self.source.error(f"undefined rule {node.name!r}", node.span)
-                return [b.nonterminal(node.name)]
-            expr = self.terminal_expr(node.name, node.span)
-            return [b.terminal(node.name, expr, self.origin(self.terminals[node.name].span))]
         if isinstance(node, Special):
             return [b.special_terminal(node.raw, self.special_ids(node), origin)]
         if isinstance(node, Json):
