@@ -113,10 +113,11 @@ class _Lexer:
         m = _FAST.match(text, self.pos)
         if m is not None:
             kind = m.lastgroup
+            assert kind is not None  # (a match ends with one of the token groups)
             start, end = m.span(kind)
             self.pos = end
             value = m.group(kind)
-            return _Token(_PUNCT_KINDS[value] if kind == "PUNCT" else kind, value, start, end)  # type: ignore[arg-type]
+            return _Token(_PUNCT_KINDS[value] if kind == "PUNCT" else kind, value, start, end)
         return self._scan_slow()
 
     def _scan_slow(self) -> _Token:
