@@ -164,8 +164,8 @@ class Constraint:
             initial = self.lexer.start(frozenset({regular[0]}))
         else:
             self.parser = EarleyParser(grammar, limits)
-            initial = self.lexer_start(0)
-        # the lexer's core learns of every lexer state built so far (the initial one included)
+        # the lexer's core learns of every lexer state built so far (the regular strategy's
+        # initial one included; the Earley strategy's are made natively below, and registered)
         lexer_core = _core.native_regex_core(core_trie(vocab), shared_rows(vocab), self.lexer.dfa, eos,
                                              limits.max_dfa_states, slices=core_slices(vocab))
         grammar_core = None
@@ -177,6 +177,7 @@ class Constraint:
             # callback into Python)
             grammar_core = _core.GrammarCore(lexer_core, shared_events(vocab), self.parser.core, ignored,
                                              self.lexer.terminal_nodes(), self.lexer.dfa, limits.max_mask_work)
+            initial = grammar_core.start_of(0)  # (as the walks make start states: natively)
         #: the crossing walks' core (None for the regular strategy): walk_steps, dense_walks
         self.grammar_core = grammar_core
         self._core = _core.ConstraintCore(lexer_core, grammar_core, initial, regular is not None and regular[1],
