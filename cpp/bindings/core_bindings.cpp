@@ -393,8 +393,8 @@ NB_MODULE(_core, m) {
         std::vector<std::tuple<int32_t, int32_t, size_t>> out;
         int32_t before = 0;
         for (const TokenSlice& slice : s.slices()) {
-          out.emplace_back(slice.tokens_through - before, slice.max_length, slice.trie->nodes().size());
-          before = slice.tokens_through;
+          out.emplace_back(slice.through->num_allowed - before, slice.max_length, slice.trie->nodes().size());
+          before = slice.through->num_allowed;
         }
         int32_t rest = 0;
         for (const TrieNode& node : s.rest().trie->nodes()) rest += node.token_count;
@@ -549,7 +549,7 @@ NB_MODULE(_core, m) {
           g.events(state);
           row = core.compute_row(state);
         }
-        std::memcpy(out.data(), row->bits.data(), row->bits.size() * 4);
+        row->copy_to(out.data(), out.shape(0));
         return row->num_allowed;
       }, "state"_a, "out"_a.noconvert())
       .def("crossing", [](GrammarCore& g, int32_t parser, int32_t state, Words out) {
@@ -602,7 +602,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_sweeps", &ConstraintCore::num_sweeps)
       .def_prop_ro("num_matchers", &ConstraintCore::num_matchers)
       .def_prop_ro("num_lexer_states", [](const ConstraintCore& c) { return c.lexer().num_states(); })
-      .def_prop_ro("num_cached_rows", [](const ConstraintCore& c) { return c.lexer().num_cached_rows(); });
+      .def_prop_ro("num_cached_rows", [](const ConstraintCore& c) { return c.lexer().num_cached_rows(); })
+      .def_prop_ro("row_bytes", &ConstraintCore::row_bytes);
 
   nb::class_<MatcherCore>(m, "MatcherCore")
       .def("__init__", [](MatcherCore* self, std::shared_ptr<ConstraintCore> constraint, nb::bytes prefix) {

@@ -274,20 +274,17 @@ const CanonicalFilter::Position& CanonicalFilter::next_chars(int32_t position) {
   std::vector<std::string> chars;
   uint64_t keys = 0;
   const TokenRow& mask = *p.mask;
-  const int32_t limit = std::min<int32_t>(tok_->num_tokens(), static_cast<int32_t>(mask.bits.size()) * 32);
-  for (size_t w = 0; w < mask.bits.size(); ++w) {
-    for (uint32_t bits = mask.bits[w]; bits; bits &= bits - 1) {
-      const int32_t t = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
-      if (t >= limit || tok_->is_eos(t) || !tok_->has_bytes(t)) continue;
-      const uint8_t* b = tok_->bytes_of(t);
-      if (b[0] < 0x80) {
-        keys |= uint64_t{1} << tok_->char_key(b[0]);
-        continue;
-      }
-      const int32_t need = char_length(b[0]);
-      if (tok_->length_of(t) >= need) chars.emplace_back(reinterpret_cast<const char*>(b), static_cast<size_t>(need));
+  const int32_t limit = std::min<int32_t>(tok_->num_tokens(), static_cast<int32_t>(mask.num_words()) * 32);
+  mask.for_each_token([&](int32_t t) {
+    if (t >= limit || tok_->is_eos(t) || !tok_->has_bytes(t)) return;
+    const uint8_t* b = tok_->bytes_of(t);
+    if (b[0] < 0x80) {
+      keys |= uint64_t{1} << tok_->char_key(b[0]);
+      return;
     }
-  }
+    const int32_t need = char_length(b[0]);
+    if (tok_->length_of(t) >= need) chars.emplace_back(reinterpret_cast<const char*>(b), static_cast<size_t>(need));
+  });
   std::sort(chars.begin(), chars.end());
   chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
   Position& q = positions_[static_cast<size_t>(position)];  // (no position was added meanwhile)
@@ -351,20 +348,14 @@ bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, s
   bool live = false;
   const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
   const int32_t limit = tok_->num_tokens();
-  for (size_t w = 0; w < mask->bits.size() && !live; ++w) {
-    for (uint32_t bits = mask->bits[w]; bits; bits &= bits - 1) {
-      const int32_t t = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
-      if (t >= limit || tok_->is_eos(t)) continue;
-      const int32_t after = step(state, t);
-      if (after < 0) continue;
-      const int32_t next = move(position, t);
-      if (next < 0) continue;
-      if (viable(next, after, budget, stack, looped, depth - 1, below_cut)) {
-        live = true;
-        break;
-      }
-    }
-  }
+  live = mask->any_token([&](int32_t t) {
+    if (t >= limit || tok_->is_eos(t)) return false;
+    const int32_t after = step(state, t);
+    if (after < 0) return false;
+    const int32_t next = move(position, t);
+    if (next < 0) return false;
+    return viable(next, after, budget, stack, looped, depth - 1, below_cut);
+  });
   stack.erase(key);
   if (live) {
     remember(true);
@@ -391,13 +382,10 @@ std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(int32_t 
     }
   }
   const int32_t limit = tok_->num_tokens();
-  for (size_t w = 0; w < mask->bits.size() && w < words; ++w) {
-    for (uint32_t bits = mask->bits[w]; bits; bits &= bits - 1) {
-      const int32_t t = static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(bits)));
-      if (t >= limit || tok_->is_eos(t)) continue;
-      if (live_after(position, state, t, budget)) row->bits[w] |= 1u << (t & 31);
-    }
-  }
+  mask->for_each_token([&](int32_t t) {
+    if (static_cast<size_t>(t >> 5) >= words || t >= limit || tok_->is_eos(t)) return;
+    if (live_after(position, state, t, budget)) row->bits[static_cast<size_t>(t >> 5)] |= 1u << (t & 31);
+  });
   row_words_ += static_cast<int64_t>(words);
   rows_.emplace(key, row);
   return row;
@@ -469,8 +457,7 @@ int32_t CanonicalFilter::accept(MatcherCore& m, int32_t state, int32_t token) {
     return on ? step(state, token) : -1;
   }
   const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
-  if (token >= static_cast<int32_t>(mask->bits.size()) * 32 || !((mask->bits[static_cast<size_t>(token >> 5)] >> (token & 31)) & 1u))
-    return -1;
+  if (!mask->test(token)) return -1;
   int64_t budget = max_search_;
   if (!live_after(position, state, token, budget)) return -1;
   return step(state, token);

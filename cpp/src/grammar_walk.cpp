@@ -32,8 +32,7 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
     }
   } else {
     // one walk for the events and the inside row (published unless the row is known already)
-    auto row = std::make_shared<TokenRow>();
-    row->bits.assign(static_cast<size_t>(lexer_->num_words()), 0u);
+    auto row = std::make_shared<TokenRow>(static_cast<size_t>(lexer_->num_words()));
     std::vector<std::pair<uint32_t, int32_t>> found;
     if (const TokenSlices* slices = lexer_->slices()) {
       walk_sliced(*slices, dfa, state, *row, &found, lexer_->text_depth());
@@ -41,7 +40,7 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
       walk_trie(trie, dfa, state, *row, &found);
     }
     row->accepting = dfa.accepting(state);
-    row->index_words();
+    row->seal(lexer_->row_bases());
     if (!lexer_->cached_row(state)) lexer_->publish_row(state, std::move(row));
     fresh->reserve(found.size());
     for (const auto& [node, s] : found) fresh->push_back(BoundaryEvent{node, s});
@@ -795,8 +794,7 @@ int64_t GrammarCore::configuration_bits(int32_t parser, int32_t state, uint32_t*
   }
   if (plain) return plain_walk({Config{parser, state}}, bits);
   events(state);  // the events walk computes the inside row on the way
-  const std::vector<uint32_t>& inside = lexer_->shared_row(state)->bits;
-  for (size_t w = 0; w < inside.size(); ++w) bits[w] |= inside[w];
+  lexer_->shared_row(state)->or_into(bits);
   return crossing(parser, state, bits);
 }
 

@@ -72,23 +72,6 @@ namespace tokamata {
 namespace {
 constexpr size_t kProfileCacheSize = 64;
 
-template <typename F>
-void for_each_bit(const TokenRow& row, F&& f) {
-  auto word = [&](size_t w) {
-    uint32_t x = row.bits[w];
-    while (x) {
-      f(static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(x))));
-      x &= x - 1;
-    }
-  };
-  if (row.sparse) {
-    for (uint32_t w : row.nonzero_words) word(w);
-  } else {
-    for (size_t w = 0; w < row.bits.size(); ++w) word(w);
-  }
-}
-
-void set_bit(std::vector<uint32_t>& bits, int32_t t) { bits[static_cast<size_t>(t) >> 5] |= 1u << (t & 31); }
 
 int32_t plus_one(int32_t b) { return b == kNoBound ? kNoBound : b + 1; }
 }  // namespace
@@ -133,7 +116,7 @@ void ConstraintCore::explore_regular(const std::vector<Configuration>& start, in
     accepts.push_back(row->accepting ? 1 : 0);
     std::vector<int32_t> out;
     std::unordered_map<int32_t, int32_t> seen;  // end lexer state -> entry in out
-    for_each_bit(*row, [&](int32_t t) {
+    row->for_each_token([&](int32_t t) {
       next.assign(1, Configuration{0, regular_step(c.lexer, t), 0});
       if (seen.count(next[0].lexer)) return;
       int32_t entry;
@@ -266,11 +249,7 @@ bool ConstraintCore::plan_completion(const std::vector<Configuration>& start, in
     for (int32_t terminal : terminals) {
       const int32_t set = set_of_terminal_[static_cast<size_t>(terminal)];
       if (set >= 0) {  // a token-set terminal: one of its tokens
-        const TokenRow& row = token_sets_[static_cast<size_t>(set)].second;
-        int32_t token = -1;
-        for (size_t w = 0; w < row.bits.size() && token < 0; ++w) {
-          if (row.bits[w]) token = static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(row.bits[w])));
-        }
+        const int32_t token = token_sets_[static_cast<size_t>(set)].second.first_token();
         parser = token < 0 ? -1 : grammar_->parser().scan(parser, terminal);
         steps.push_back(256 + token);
       } else {
@@ -326,10 +305,7 @@ bool ConstraintCore::search_completion(const std::vector<Configuration>& start, 
     }
     if (!token_sets_.empty() && special_allowed(here.data(), here.size())) {
       for (const auto& [terminal, row] : token_sets_) {
-        int32_t token = -1;
-        for (size_t w = 0; w < row.bits.size() && token < 0; ++w) {
-          if (row.bits[w]) token = static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(row.bits[w])));
-        }
+        const int32_t token = row.first_token();
         if (token < 0) continue;
         advance(here.data(), here.size(), token, next);
         visit(i, 256 + token);
@@ -390,7 +366,7 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
   if (found != profiles_.end()) return found->second;
   auto profile = std::make_shared<BudgetProfile>();
   profile->mask = mask(position.data(), position.size());
-  std::map<int32_t, std::vector<uint32_t>> groups;
+  std::map<int32_t, TokenRow> groups;
   std::unordered_map<std::vector<Configuration>, int32_t, PositionHash> local;
   std::vector<Configuration> next;
   bool all = true;
@@ -402,9 +378,9 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
       all = false;
       return;
     }
-    auto& bits = groups[b];
-    if (bits.empty()) bits.assign(static_cast<size_t>(num_words()), 0u);
-    set_bit(bits, t);
+    auto at = groups.find(b);
+    if (at == groups.end()) at = groups.emplace(b, TokenRow(static_cast<size_t>(num_words()))).first;
+    at->second.set(t);
     highest = std::max(highest, b);
   };
   // kEarley, one configuration inside a lexeme at a state where no terminal ends: a token
@@ -412,18 +388,17 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
   // the one configuration (parser, the lexer state after it, not fresh): read under the
   // compute mutex with the lexer's transitions alone; the others go through advance().
   const TokenRow* only = profile->mask.get();
-  std::vector<uint32_t> rest_bits;
   TokenRow rest;  // the tokens left for advance()
   if (grammar_ && position.size() == 1 && !position[0].fresh && position[0].lexer != kDead) {
     const Configuration c = position[0];
     std::vector<std::pair<int32_t, int32_t>> inside;  // (token, lexer state after it)
-    rest_bits.assign(static_cast<size_t>(num_words()), 0u);
+    rest = TokenRow(static_cast<size_t>(num_words()));
     {
       std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
       LazyDfa& dfa = lexer_->dfa();
       const TokenTrie& trie = lexer_->trie();
       const bool boundary_here = dfa.accepting(c.lexer);
-      for_each_bit(*profile->mask, [&](int32_t t) {
+      profile->mask->for_each_token([&](int32_t t) {
         bool simple = !boundary_here && !in_token_set(t) && t < trie.num_tokens() && trie.in_trie(t);
         int32_t state = c.lexer;
         if (simple) {
@@ -438,7 +413,7 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
         if (simple) {
           inside.emplace_back(t, state);
         } else {
-          set_bit(rest_bits, t);
+          rest.set(t);
         }
       });
     }
@@ -453,11 +428,10 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
       }
       add(t, b);
     }
-    rest.bits = std::move(rest_bits);
-    rest.index_words();
+    rest.seal();
     only = &rest;
   }
-  for_each_bit(*only, [&](int32_t t) {
+  only->for_each_token([&](int32_t t) {
     int32_t b;
     if (!grammar_) {  // one lexer advance per token, the bounds by end state
       const int32_t state = regular_step(position[0].lexer, t);
@@ -481,9 +455,8 @@ std::shared_ptr<const ConstraintCore::BudgetProfile> ConstraintCore::profile_loc
     }
     add(t, b);
   });
-  for (auto& [b, bits] : groups) {
-    TokenRow row;
-    row.bits = std::move(bits);
+  for (auto& [b, row] : groups) {
+    row.seal();
     profile->groups.emplace_back(b, std::move(row));
   }
   profile->covered_below = all ? highest + 1 : 0;
@@ -503,16 +476,15 @@ MaskPtr ConstraintCore::budget_row(const Configuration* position, size_t size, i
   const std::vector<Configuration> key(position, position + size);
   auto profile = profile_locked(key, max_states);
   if (profile->covered_below > 0 && profile->covered_below <= budget) return profile->mask;  // every token fits
-  auto row = std::make_shared<TokenRow>();
-  row->bits.assign(static_cast<size_t>(num_words()), 0u);
+  auto row = std::make_shared<TokenRow>(static_cast<size_t>(num_words()));
   row->accepting = profile->mask->accepting;
   for (const auto& [b, group] : profile->groups) {
     if (b > budget - 1) break;
-    for (size_t w = 0; w < row->bits.size(); ++w) row->bits[w] |= group.bits[w];
+    group.or_into(row->words());
   }
   const BudgetEntry& entry = bounds_.at(key);  // (profile_locked bounded the position)
-  if (entry.first >= 0 && entry.bound <= budget) set_bit(row->bits, entry.first);
-  row->index_words();
+  if (entry.first >= 0 && entry.bound <= budget) row->set(entry.first);
+  row->seal(lexer_->row_bases());
   return row;
 }
 
@@ -544,11 +516,11 @@ void MatcherCore::fill_budget_held(uint32_t* out, int64_t num_words, int32_t bud
   if (in_prefix()) {  // the tokens of the prefix mask whose bound fits (never EOS)
     const Configuration here = stack_[starts_.back()];
     MaskPtr mask = mask_at(&here, 1);
-    TokenRow row;
-    row.bits.assign(static_cast<size_t>(constraint_->num_words()), 0u);
-    for_each_bit(*mask, [&](int32_t t) {
-      if (bound_after_prefix(here.lexer, t, max_states) <= budget - 1) set_bit(row.bits, t);
+    TokenRow row(static_cast<size_t>(constraint_->num_words()));
+    mask->for_each_token([&](int32_t t) {
+      if (bound_after_prefix(here.lexer, t, max_states) <= budget - 1) row.set(t);
     });
+    row.seal();
     write(&row, out, num_words);
     return;
   }
@@ -568,7 +540,7 @@ int32_t MatcherCore::prefix_bound(int32_t offset, int64_t max_states) {
   const Configuration here{kPrefixPhase, offset, 0};
   MaskPtr mask = mask_at(&here, 1);
   int32_t best = kNoBound;
-  for_each_bit(*mask, [&](int32_t t) { best = std::min(best, plus_one(bound_after_prefix(offset, t, max_states))); });
+  mask->for_each_token([&](int32_t t) { best = std::min(best, plus_one(bound_after_prefix(offset, t, max_states))); });
   prefix_bounds_[static_cast<size_t>(offset)] = best;
   return best;
 }

@@ -22,31 +22,15 @@ void sort_unique(std::vector<Config>& v) {
   }
 }
 
-void or_into(std::vector<uint32_t>& bits, const std::vector<uint32_t>& other) {
-  for (size_t i = 0; i < bits.size(); ++i) bits[i] |= other[i];
-}
-
-// The one token set in the row, or -1 when none or several: the nonzero words of a sparse
-// row, else the words until a second bit shows (the first dense word, for a dense row).
+// The one token set in the row, or -1 when none or several (the tokens until a second shows).
 int32_t only_token(const TokenRow& row) {
   int32_t found = -1;
-  auto several = [&](uint32_t w) {
-    const uint32_t x = row.bits[w];
-    if (x == 0) return false;
-    if (found >= 0 || (x & (x - 1)) != 0) return true;
-    found = static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(x)));
+  const bool several = row.any_token([&](int32_t t) {
+    if (found >= 0) return true;
+    found = t;
     return false;
-  };
-  if (row.sparse) {
-    for (uint32_t w : row.nonzero_words) {
-      if (several(w)) return -1;
-    }
-  } else {
-    for (size_t w = 0; w < row.bits.size(); ++w) {
-      if (several(static_cast<uint32_t>(w))) return -1;
-    }
-  }
-  return found;
+  });
+  return several ? -1 : found;
 }
 }  // namespace
 
@@ -70,16 +54,15 @@ ConstraintCore::ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr
   for (size_t t = 0; t < num_terminals; ++t) {
     if (special_offsets[t] > special_offsets[t + 1]) throw std::invalid_argument("special_offsets must not decrease");
     if (special_offsets[t] == special_offsets[t + 1]) continue;
-    TokenRow row;
-    row.bits.assign(words, 0u);
+    TokenRow row(words);
     for (int32_t i = special_offsets[t]; i < special_offsets[t + 1]; ++i) {
       const int32_t token = special_tokens[i];
       if (token < 0 || token >= vocab_size()) throw std::invalid_argument("special token id out of range");
-      row.bits[token >> 5] |= 1u << (token & 31);
+      row.set(token);
     }
-    row.index_words();
+    row.seal();
     if (any_set_.empty()) any_set_.assign(words, 0u);
-    or_into(any_set_, row.bits);
+    row.or_into(any_set_.data());
     set_of_terminal_[t] = static_cast<int32_t>(token_sets_.size());
     token_sets_.emplace_back(static_cast<int32_t>(t), std::move(row));
   }
@@ -107,6 +90,20 @@ size_t ConstraintCore::num_distinct_masks() const {
   for (const auto& entry : masks_) distinct.insert(entry.second.get());
   for (const auto& entry : positions_) distinct.insert(entry.second.get());
   return distinct.size();
+}
+
+size_t ConstraintCore::row_bytes() const {
+  size_t total = lexer_->cached_row_bytes();
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  std::unordered_set<const TokenRow*> distinct;
+  for (const auto& entry : masks_) {
+    if (distinct.insert(entry.second.get()).second) total += entry.second->memory_bytes();
+  }
+  for (const auto& entry : positions_) {
+    if (distinct.insert(entry.second.get()).second) total += entry.second->memory_bytes();
+  }
+  if (initial_mask_) total += initial_mask_->memory_bytes();
+  return total;
 }
 
 MaskPtr ConstraintCore::remember(const Configuration& c, MaskPtr mask) {
@@ -176,17 +173,16 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
     auto it = masks_.find(c);
     if (it != masks_.end()) return it->second;
   }
-  auto mask = std::make_shared<TokenRow>();
-  mask->bits.assign(static_cast<size_t>(num_words()), 0u);
+  auto mask = std::make_shared<TokenRow>(static_cast<size_t>(num_words()));
   if (c.lexer != kDead) {
-    grammar_->configuration_bits(c.parser, c.lexer, mask->bits.data());  // inside | crossing
+    grammar_->configuration_bits(c.parser, c.lexer, mask->words());  // inside | crossing
     if (!c.fresh) {  // the lexeme may end right here: tokens may start the next one
       std::vector<Config> next;
       {
         std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
         grammar_->boundary(c.parser, c.lexer, next);
       }
-      for (const Config& n : next) or_into(mask->bits, configuration_mask(Configuration{n.parser, n.state, 1})->bits);
+      for (const Config& n : next) configuration_mask(Configuration{n.parser, n.state, 1})->or_into(mask->words());
     }
   }
   if (!token_sets_.empty()) {  // token-set terminals the parser takes at a boundary here
@@ -201,17 +197,12 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
         const int32_t set = set_of_terminal_[t];
         if (set < 0 || added[set]) continue;
         added[set] = 1;
-        const TokenRow& row = token_sets_[set].second;
-        if (row.sparse) {
-          for (uint32_t w : row.nonzero_words) mask->bits[w] |= row.bits[w];
-        } else {
-          or_into(mask->bits, row.bits);
-        }
+        token_sets_[set].second.or_into(mask->words());
       }
     }
   }
   mask->accepting = configuration_accepting(c);
-  mask->index_words();
+  mask->seal(lexer_->row_bases());
   return remember(c, std::move(mask));
 }
 
@@ -237,14 +228,13 @@ MaskPtr ConstraintCore::mask(const Configuration* position, size_t size) {
     auto it = positions_.find(key);
     if (it != positions_.end()) return it->second;
   }
-  auto mask = std::make_shared<TokenRow>();
-  mask->bits.assign(static_cast<size_t>(num_words()), 0u);
+  auto mask = std::make_shared<TokenRow>(static_cast<size_t>(num_words()));
   for (size_t i = 0; i < size; ++i) {
     MaskPtr part = configuration_mask(position[i]);
-    or_into(mask->bits, part->bits);
+    part->or_into(mask->words());
     mask->accepting = mask->accepting || part->accepting;
   }
-  mask->index_words();
+  mask->seal(lexer_->row_bases());
   return remember(std::move(key), std::move(mask));
 }
 
@@ -290,7 +280,7 @@ void ConstraintCore::advance(const Configuration* position, size_t size, int32_t
     const int32_t state = position[0].lexer;
     const TokenRow* row = lexer_->cached_row(state);
     if (!row) row = lexer_->compute_row(state);
-    if (!((row->bits[token >> 5] >> (token & 31)) & 1u)) return;
+    if (!row->test(token)) return;
     int32_t next = lexer_->advance(state, token);
     if (next == kUnknown) next = lexer_->advance_expanding(state, token);
     out.push_back(Configuration{0, next, 0});
@@ -303,7 +293,7 @@ void ConstraintCore::advance(const Configuration* position, size_t size, int32_t
       boundary_parsers(position[i], parsers);
       for (int32_t after : parsers) {
         for (const auto& [terminal, row] : token_sets_) {
-          if (!((row.bits[token >> 5] >> (token & 31)) & 1u)) continue;
+          if (!row.test(token)) continue;
           const int32_t p = grammar_->parser().scan(after, terminal);
           if (p >= 0) out.push_back(Configuration{p, grammar_->start_of(p), 1});
         }
@@ -392,8 +382,7 @@ void ConstraintCore::advance_bytes(const Configuration* position, size_t size, c
 // ------------------------------------------------------------------------------ token healing
 
 MaskPtr ConstraintCore::prefix_mask(const uint8_t* rest, int64_t length) {
-  auto mask = std::make_shared<TokenRow>();
-  mask->bits.assign(static_cast<size_t>(num_words()), 0u);
+  auto mask = std::make_shared<TokenRow>(static_cast<size_t>(num_words()));
   const TokenTrie& trie = lexer_->trie();
   const TrieNode* nodes = trie.nodes().data();
   const int32_t* token_ids = trie.token_ids().data();
@@ -406,7 +395,7 @@ MaskPtr ConstraintCore::prefix_mask(const uint8_t* rest, int64_t length) {
     node = static_cast<size_t>(child);
     for (int32_t k = 0; k < nodes[node].token_count; ++k) {
       const int32_t t = token_ids[nodes[node].token_begin + k];
-      mask->bits[t >> 5] |= 1u << (t & 31);
+      mask->set(t);
     }
   }
   // the tokens that begin with all of it: their remaining bytes must lead the initial position on
@@ -415,11 +404,11 @@ MaskPtr ConstraintCore::prefix_mask(const uint8_t* rest, int64_t length) {
       std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
       walk_trie(trie, lexer_->dfa(), initial_.lexer, *mask, nullptr, nullptr, static_cast<uint32_t>(node));
     } else if (initial_.lexer != kDead) {
-      grammar_->below(static_cast<uint32_t>(node), {Config{initial_.parser, initial_.lexer}}, mask->bits.data());
+      grammar_->below(static_cast<uint32_t>(node), {Config{initial_.parser, initial_.lexer}}, mask->words());
     }
   }
   mask->accepting = false;
-  mask->index_words();
+  mask->seal(lexer_->row_bases());
   return mask;
 }
 
@@ -550,16 +539,7 @@ void MatcherCore::write(const TokenRow* row, uint32_t* out, int64_t num_words) c
   if (terminated_) {
     std::memset(out, 0, static_cast<size_t>(num_words) * 4);
   } else {
-    if (row->sparse) {  // clear, then the few nonzero words: half the bytes of a copy
-      std::memset(out, 0, static_cast<size_t>(num_words) * 4);
-      for (uint32_t i : row->nonzero_words) {
-        if (i < num_words) out[i] = row->bits[i];
-      }
-    } else {
-      const int64_t copy = std::min<int64_t>(static_cast<int64_t>(row->bits.size()), num_words);
-      std::memcpy(out, row->bits.data(), static_cast<size_t>(copy) * 4);
-      if (num_words > copy) std::memset(out + copy, 0, static_cast<size_t>(num_words - copy) * 4);
-    }
+    row->copy_to(out, static_cast<size_t>(num_words));  // (a patched row: its base, then the patches)
     eos = row->accepting;
   }
   if (eos) {
@@ -622,7 +602,7 @@ ConsumeStatus MatcherCore::consume_held(int32_t token) {
   if (constraint_->ends_output(token)) return end_output();
   // an EOS id a special terminal spells too: the parser first, else the end of the output
   const bool eos = constraint_->is_eos(token);
-  if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return eos ? end_output() : kRefused;
+  if (mask_ && !mask_->test(token)) return eos ? end_output() : kRefused;
   advance_at(stack_.data() + starts_.back(), num_configurations(), token, scratch_);
   if (scratch_.empty()) return eos ? end_output() : kRefused;
   starts_.push_back(static_cast<uint32_t>(stack_.size()));
@@ -652,7 +632,7 @@ int32_t MatcherCore::consume_if_cached(int32_t token) {
     return kAccepted;
   }
   if (constraint_->is_eos(token)) return -1;  // spelled by a special terminal too: consume() decides
-  if (mask_ && !((mask_->bits[token >> 5] >> (token & 31)) & 1u)) return kRefused;
+  if (mask_ && !mask_->test(token)) return kRefused;
   if (constraint_->strategy() == Strategy::kRegular) {
     if (!mask_) return -1;  // (the lexer's advance needs the token known to be allowed)
     const int32_t next = constraint_->lexer().advance(stack_.back().lexer, token);

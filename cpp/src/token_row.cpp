@@ -54,7 +54,7 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
   const size_t n = root + nodes[root].subtree_size;
   const int32_t* token_ids = trie.token_ids().data();
   const uint8_t* class_map = dfa.class_map();
-  uint32_t* bits = row.bits.data();
+  uint32_t* bits = row.words();
   const size_t depth = static_cast<size_t>(trie.max_depth()) + 2;
   std::vector<const std::atomic<int32_t>*> rows(depth);
   std::vector<int32_t> states(depth);
@@ -93,38 +93,6 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
   row.num_allowed += allowed;
 }
 
-uint64_t DistinctRows::content_hash(const TokenRow& row) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(row.accepting) ^ (row.bits.size() << 1);
-  auto mix = [&h](uint64_t w, uint64_t i) {
-    h ^= (w | (i << 32)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 29)) * 0x94D049BB133111EBull;
-  };
-  if (row.sparse) {
-    for (uint32_t w : row.nonzero_words) mix(row.bits[w], w);
-  } else {
-    for (size_t w = 0; w < row.bits.size(); ++w) {
-      if (row.bits[w]) mix(row.bits[w], w);
-    }
-  }
-  return h;
-}
-
-std::shared_ptr<const TokenRow> DistinctRows::intern(std::shared_ptr<const TokenRow> row, uint64_t hash) {
-  auto [first, last] = rows_.equal_range(hash);
-  for (auto it = first; it != last; ++it) {
-    std::shared_ptr<const TokenRow> seen = it->second.lock();
-    if (seen && seen->accepting == row->accepting && seen->num_allowed == row->num_allowed && seen->bits == row->bits) {
-      return seen;
-    }
-  }
-  if (rows_.size() >= purge_at_) {
-    for (auto it = rows_.begin(); it != rows_.end();) it = it->second.expired() ? rows_.erase(it) : std::next(it);
-    purge_at_ = 2 * rows_.size() + 64;
-  }
-  rows_.emplace(hash, row);
-  return row;
-}
-
 RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<SharedRowCache> shared,
                      std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids,
                      std::shared_ptr<const TokenSlices> slices, std::function<int32_t(int32_t)> text_depth)
@@ -158,15 +126,14 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
   const int64_t key = dfa_->key(state);
   std::shared_ptr<const TokenRow> row = shared_ ? shared_->find(key) : nullptr;
   if (!row) {
-    auto fresh = std::make_shared<TokenRow>();
-    fresh->bits.assign(static_cast<size_t>(num_words()), 0u);
+    auto fresh = std::make_shared<TokenRow>(static_cast<size_t>(num_words()));
     if (slices_) {
       walk_sliced(*slices_, *dfa_, state, *fresh, nullptr, text_depth());
     } else {
       walk_trie(*trie_, *dfa_, state, *fresh);
     }
     fresh->accepting = dfa_->accepting(state);
-    fresh->index_words();
+    fresh->seal(row_bases());
     row = fresh;
     if (shared_) shared_->insert(key, row);
   }
@@ -216,6 +183,15 @@ void RegexCore::register_states(int32_t known, const uint8_t* accepting, const i
   if (known > have) throw std::logic_error("register_states: states missing before index known");
   const int32_t skip = have - known;
   if (skip < count) dfa_->add_states(accepting + skip, keys + skip, count - skip);
+}
+
+const RowBases* RegexCore::row_bases() const { return slices_ ? &slices_->bases() : nullptr; }
+
+size_t RegexCore::cached_row_bytes() const {
+  std::lock_guard<std::mutex> guard(cache_mu_);
+  size_t total = 0;
+  for (const auto& entry : rows_) total += entry.second->memory_bytes();
+  return total;
 }
 
 size_t RegexCore::num_cached_rows() const {

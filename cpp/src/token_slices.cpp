@@ -76,8 +76,12 @@ TokenSlices::TokenSlices(std::shared_ptr<const TokenTrie> full, const int32_t* a
       slice.max_length = std::max<int32_t>(slice.max_length, static_cast<int32_t>(trie.token_length(t)));
       ++tokens_through;
     }
-    slice.bits_through = through;
-    slice.tokens_through = tokens_through;
+    auto row = std::make_shared<TokenRow>(through.size());
+    std::copy(through.begin(), through.end(), row->words());
+    row->num_allowed = tokens_through;
+    row->seal_dense();
+    slice.through = row;
+    bases_.push_back(std::move(row));
     slices_.push_back(std::move(slice));
   }
   for (int32_t t = 0; t < n; ++t) member[t] = slice_of[t] == -1;
@@ -177,10 +181,8 @@ void walk_sliced(const TokenSlices& slices, LazyDfa& dfa, int32_t state, TokenRo
   }
   {
     const TokenSlice& whole = all[contained - 1];
-    uint32_t* bits = row.bits.data();
-    const uint32_t* add = whole.bits_through.data();
-    for (size_t w = 0; w < whole.bits_through.size(); ++w) bits[w] |= add[w];
-    row.num_allowed += whole.tokens_through;
+    whole.through->or_into(row.words());
+    row.num_allowed += whole.through->num_allowed;
   }
   for (size_t k = contained; k < all.size(); ++k) {
     if (all[k].trie->nodes().size() > 1) walk_trie(*all[k].trie, dfa, state, row, out, all[k].to_full.data());

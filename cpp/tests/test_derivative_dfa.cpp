@@ -133,11 +133,11 @@ TEST(dfa_rows_match_brute_force_and_advance_follows_derivatives) {
       CHECK(core->compute_row(state) == row);
       CHECK(core->cached_row(state) == row);
       const std::vector<uint32_t> expected = expected_row(*trie, *oracle_dfa, node);
-      CHECK_EQ(set_bits(row->bits), set_bits(expected));
-      CHECK_EQ(row->num_allowed, popcount(row->bits));
+      CHECK_EQ(set_bits(row->to_words()), set_bits(expected));
+      CHECK_EQ(row->num_allowed, popcount(row->to_words()));
       CHECK_EQ(row->accepting, arena->nullable(node));
       CHECK_EQ(row->accepting, matches(*entry.regex.oracle, prefix));
-      CHECK(!bit(row->bits, eos));
+      CHECK(!bit(row->to_words(), eos));
       CHECK_EQ(core->dfa().key(state), key_base + arena->untagged(node));
       for (int32_t t = 0; t < trie->vocab_size(); ++t) {
         const bool text = t < trie->num_tokens() && trie->in_trie(t);
@@ -145,9 +145,9 @@ TEST(dfa_rows_match_brute_force_and_advance_follows_derivatives) {
         if (text && prefix.size() + bytes.size() <= 4) {  // the matcher agrees (live prefixes complete in 3 bytes)
           const std::string after = prefix + bytes;
           const bool over_abc = after.find_first_not_of("abc") == std::string::npos;
-          CHECK_EQ(bit(row->bits, t), over_abc && language.live.at(after));
+          CHECK_EQ(row->test(t), over_abc && language.live.at(after));
         }
-        if (!bit(row->bits, t)) continue;
+        if (!row->test(t)) continue;
         const int32_t next = core->advance(state, t);
         CHECK(next != kUnknown);
         if (next < 0) continue;
@@ -213,10 +213,10 @@ TEST(dfa_rows_are_shared_by_key_across_cores) {
   CHECK(second->compute_row(0) == row);  // the same row object, from the shared cache
   const TokenRow* own = other->compute_row(0);  // another key base: computed again
   CHECK(own != row);
-  CHECK_EQ(own->bits, row->bits);
+  CHECK_EQ(own->to_words(), row->to_words());
   CHECK_EQ(shared->size(), 2u);
   const int32_t aab = static_cast<int32_t>(std::find(v.tokens.begin(), v.tokens.end(), "aab") - v.tokens.begin());
-  CHECK(bit(row->bits, aab));
+  CHECK(bit(row->to_words(), aab));
   CHECK_EQ(second->advance(0, aab), kUnknown);  // the second core never walked
   const int32_t next = second->advance_expanding(0, aab);
   CHECK(next >= 0);
@@ -306,9 +306,9 @@ TEST(dfa_coarse_classes_give_the_same_rows) {
       pending.pop_back();
       const TokenRow* fine_row = fine->compute_row(f);
       const TokenRow* coarse_row = coarse->compute_row(c);
-      CHECK_EQ(set_bits(coarse_row->bits), set_bits(fine_row->bits));
+      CHECK_EQ(set_bits(coarse_row->to_words()), set_bits(fine_row->to_words()));
       CHECK_EQ(coarse_row->accepting, fine_row->accepting);
-      for (int32_t t : set_bits(fine_row->bits)) {
+      for (int32_t t : set_bits(fine_row->to_words())) {
         const int32_t nf = fine->advance(f, t), nc = coarse->advance(c, t);
         if (nf < 0 || nc < 0) {
           FAIL("an allowed token led nowhere");
@@ -331,15 +331,14 @@ TEST(dfa_walk_trie_reports_accepting_nodes_and_ors_bits) {
   const Regex regex = b.star(b.alt(b.literal("ab"), b.literal("c")));  // (ab|c)*
   auto lexer = make_lexer(arena, regex.id);
   auto core = make_native_core(trie, nullptr, lexer, {eos_of(v)}, 1000);
-  TokenRow row;
-  row.bits.assign(static_cast<size_t>(core->num_words()), 0u);
+  TokenRow row(static_cast<size_t>(core->num_words()));
   const int32_t padding = trie->vocab_size() - 1;
-  row.bits[padding >> 5] |= 1u << (padding & 31);  // already there: kept
+  row.set(padding);  // already there: kept
   row.num_allowed = 5;
   std::vector<std::pair<uint32_t, int32_t>> events;
   walk_trie(*trie, core->dfa(), 0, row, &events);
-  CHECK(bit(row.bits, padding));
-  CHECK_EQ(row.num_allowed, 5 + popcount(row.bits) - 1);
+  CHECK(bit(row.to_words(), padding));
+  CHECK_EQ(row.num_allowed, 5 + popcount(row.to_words()) - 1);
   // expected events: every node with children whose path leads to an accepting state
   std::vector<std::pair<uint32_t, int32_t>> expected_nodes;
   const auto& nodes = trie->nodes();

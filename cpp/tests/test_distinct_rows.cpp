@@ -14,11 +14,10 @@ using namespace tokamata_test;
 namespace {
 
 std::shared_ptr<TokenRow> make_row(size_t words, std::vector<std::pair<size_t, uint32_t>> set, bool accepting) {
-  auto row = std::make_shared<TokenRow>();
-  row->bits.assign(words, 0u);
-  for (auto [w, v] : set) row->bits[w] = v;
+  auto row = std::make_shared<TokenRow>(words);
+  for (auto [w, v] : set) row->words()[w] = v;
   row->accepting = accepting;
-  row->index_words();
+  row->seal();
   return row;
 }
 
@@ -37,7 +36,7 @@ TEST(rows_distinct_equal_rows_are_shared) {
   auto dense = intern(table, make_row(64, {{0, 1u}, {1, 2u}, {2, 3u}, {3, 4u}, {5, 9u}}, true));
   auto dense_again = intern(table, make_row(64, {{0, 1u}, {1, 2u}, {2, 3u}, {3, 4u}, {5, 9u}}, true));
   CHECK(dense == dense_again);
-  CHECK(!dense->sparse);
+  CHECK(dense->num_patches() == 5);
 }
 
 TEST(rows_distinct_different_rows_are_not) {
@@ -68,5 +67,5 @@ TEST(rows_distinct_expired_rows_are_purged) {
   }
   // a row that expired is not handed out: a new equal one becomes the stored one
   auto gone = intern(table, make_row(64, {{1, 1u}}, false));
-  CHECK(gone->bits[1] == 1u);
+  CHECK(gone->word(1) == 1u);
 }

@@ -222,6 +222,10 @@ class ConstraintCore:
     def num_lexer_states(self) -> int: ...
     @property
     def num_cached_rows(self) -> int: ...
+    @property
+    def row_bytes(self) -> int:
+        """Bytes held by the distinct cached masks and the lexer's cached rows, in their compact
+        forms (a row is dense, or the words that differ from zeros, ones or a slice's row)."""
 
 class MatcherCore:
     """One sequence's position in a ConstraintCore, with its history; every method that may

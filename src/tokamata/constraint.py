@@ -205,7 +205,9 @@ class Constraint:
     def memory_bytes(self) -> int:
         """An estimate of the memory this constraint holds now (it grows while decoding, as
         states and masks are built lazily): every distinct cached mask (positions with equal
-        masks share one) and token row at ``ceil(V/32) * 4`` bytes, 1 KiB per lexer state (its transition table), 512 bytes per
+        masks share one) and token row at its compact size (a dense row is ``ceil(V/32) * 4``
+        bytes; most are stored as the words that differ from zeros, ones or one of the
+        vocabulary's slice rows), 1 KiB per lexer state (its transition table), 512 bytes per
         Earley set, and 64 bytes per grammar symbol. Rows shared with other constraints of the
         vocabulary count in full here (an over-estimate); the vocabulary's own trie and slices
         are not counted (one per vocabulary, not per constraint).
@@ -215,13 +217,12 @@ class Constraint:
         >>> tokamata.compile_regex("a+", vocab).memory_bytes() > 0
         True
         """
-        row = ((self.vocab_size + 31) // 32) * 4
         core = self._core
         symbols = self.__dict__.get("_symbols")
         if symbols is None:
             symbols = sum(len(rule.rhs) + 1 for rule in self.grammar.rules) + len(self.grammar.terminals)
             self.__dict__["_symbols"] = symbols
-        return ((core.num_distinct_masks + core.num_cached_rows) * row + core.num_lexer_states * 1024
+        return (core.row_bytes + core.num_lexer_states * 1024
                 + self.num_parser_states * 512 + symbols * 64)
 
     @property

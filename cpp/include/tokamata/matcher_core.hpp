@@ -179,6 +179,9 @@ class ConstraintCore {
   size_t num_cached_masks() const;
   // the distinct contents among them (equal masks are stored once)
   size_t num_distinct_masks() const;
+  // Bytes held by the distinct cached masks and the lexer's cached rows, in their compact forms
+  // (TokenRow::memory_bytes; bases shared by the vocabulary not counted).
+  size_t row_bytes() const;
 
   // Token budgets (matcher_budget.cpp, which states the design): the tokens, EOS included,
   // within which the output can be ended from the position (kNoBound: never), exact for

@@ -7,7 +7,8 @@
 //   reallocation; an entry changes at most once (UNKNOWN -> value) and before any row that
 //   depends on it is published.
 // - A token row for state s is the set of trie tokens whose bytes lead s to a live state,
-//   as a bitset over vocab_size ids, plus whether s accepts (EOS allowed). The walk computes
+//   as a TokenRow (compact_row.hpp; sealed over the slices' rows as bases when there are
+//   slices), plus whether s accepts (EOS allowed). The walk computes
 //   every transition it takes, so after row(s) was walked here, running the DFA from s over
 //   an allowed token's bytes never meets UNKNOWN.
 // - Rows are computed once per state and never change; they are published under cache_mu_.
@@ -31,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokamata/compact_row.hpp"
 #include "tokamata/shared_cache.hpp"
 
 #include "tokamata/token_trie.hpp"
@@ -117,52 +119,6 @@ class LazyDfa {
   KeyFunction key_function_;
 };
 
-struct TokenRow {
-  std::vector<uint32_t> bits;  // ceil(vocab_size / 32) words
-  bool accepting = false;
-  // tokens set in bits, for a lexer DFA's inside rows (token_row.cpp, token_slices.cpp); a
-  // grammar mask (matcher_core.cpp) leaves it 0: nothing reads it, and counting it took about
-  // 85,000 instructions per new Llama 3 mask (a libgcc call per word: no -mpopcnt here)
-  int32_t num_allowed = 0;
-  // When at most one word in 16 of bits is nonzero (most grammar positions allow a handful of
-  // tokens): their indices, ascending, and sparse = true. A fill then clears the output and
-  // writes those words instead of copying the whole row, moving half the bytes. Set by
-  // index_words() once bits are final, before the row is shared (rows are immutable after).
-  std::vector<uint32_t> nonzero_words;
-  bool sparse = false;
-
-  void index_words() {
-    nonzero_words.clear();
-    sparse = false;
-    const size_t cap = bits.size() / 16;
-    for (size_t i = 0; i < bits.size(); ++i) {
-      if (bits[i] == 0) continue;
-      if (nonzero_words.size() == cap) {
-        nonzero_words.clear();
-        nonzero_words.shrink_to_fit();
-        return;
-      }
-      nonzero_words.push_back(static_cast<uint32_t>(i));
-    }
-    sparse = true;
-  }
-};
-
-// Rows by content: equal rows (bits and acceptance) stored once. intern(row) returns an
-// equal row that is still alive (held by a cache or a matcher), else `row`, which becomes
-// findable; entries of rows nobody holds expire and are purged as the table grows (amortized:
-// each purge sets the next one at twice what is left). Not thread-safe: callers lock.
-class DistinctRows {
- public:
-  static uint64_t content_hash(const TokenRow& row);
-  std::shared_ptr<const TokenRow> intern(std::shared_ptr<const TokenRow> row, uint64_t hash);
-  size_t size() const { return rows_.size(); }
-
- private:
-  std::unordered_multimap<uint64_t, std::weak_ptr<const TokenRow>> rows_;
-  size_t purge_at_ = 64;
-};
-
 // Rows by structural state key, shared by every constraint over one vocabulary (bounded,
 // CLOCK eviction of rows no core holds: shared_cache.hpp).
 using SharedRowCache = SharedCache<const TokenRow>;
@@ -181,6 +137,9 @@ class RegexCore {
 
   const TokenTrie& trie() const { return *trie_; }
   const TokenSlices* slices() const { return slices_.get(); }
+  // The dense rows new rows and masks over this vocabulary are sealed against (the slices'
+  // rows), or null.
+  const RowBases* row_bases() const;
   const std::function<int32_t(int32_t)>* text_depth() const { return text_depth_ ? &text_depth_ : nullptr; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   bool is_eos(int32_t token) const;
@@ -202,6 +161,8 @@ class RegexCore {
   // The same, expanding as needed. Must be called without the GIL.
   int32_t advance_expanding(int32_t state, int32_t token);
   size_t num_cached_rows() const;
+  // The cached rows' own storage (TokenRow::memory_bytes).
+  size_t cached_row_bytes() const;
   int32_t num_states() const { return dfa_->num_states(); }
   // For walks over the same DFA (grammar masks): hold compute_mutex() while using dfa().
   std::mutex& compute_mutex() { return compute_mu_; }
@@ -226,7 +187,7 @@ class RegexCore {
 // `accepting_nodes` is given, it also receives (node, state) for every live node with children
 // whose state accepts (a grammar's lexeme boundaries inside tokens), in DFS order, as
 // node_map[node] when a node map is given (a sub-trie's nodes as the full trie's). Bits are
-// ORed into row.bits and the allowed tokens added to row.num_allowed. With `root`, only the
+// ORed into the (building) row's words and the allowed tokens added to row.num_allowed. With `root`, only the
 // tokens strictly below that node are walked, `state` being the state after its path.
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
                std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes = nullptr,

@@ -40,8 +40,8 @@ namespace tokamata {
 struct TokenSlice {
   std::shared_ptr<const TokenTrie> trie;  // the slice's tokens only
   std::vector<uint32_t> to_full;          // node of `trie` -> node of the full trie
-  std::vector<uint32_t> bits_through;     // this slice's and all shorter slices' tokens, as a bitset
-  int32_t tokens_through = 0;             // how many tokens that is
+  // this slice's and all shorter slices' tokens (dense; num_allowed: how many)
+  std::shared_ptr<const TokenRow> through;
   int32_t max_length = 0;                 // longest token, in bytes (0 when empty)
 };
 
@@ -55,6 +55,9 @@ class TokenSlices {
   const TokenTrie& full() const { return *full_; }
   const std::vector<TokenSlice>& slices() const { return slices_; }
   const TokenSlice& rest() const { return rest_; }
+  // The slices' `through` rows: the bases rows over this vocabulary are sealed against (a
+  // string-like state's row is one of them plus a few hundred words).
+  const RowBases& bases() const { return bases_; }
   using TextDepth = std::function<int32_t(int32_t state)>;
   int32_t depth(LazyDfa& dfa, int32_t state, const TextDepth* text_depth = nullptr) const;
 
@@ -67,6 +70,7 @@ class TokenSlices {
   // per automaton state, the distinct successors with the bytes leading there
   std::vector<std::vector<std::pair<int32_t, std::vector<uint8_t>>>> moves_;
   std::vector<TokenSlice> slices_;
+  RowBases bases_;
   TokenSlice rest_;
   int32_t max_needed_ = 0;  // the longest sliceable token
 };

@@ -1,0 +1,222 @@
+// A token row: a set of token ids over a vocabulary (num_words 32-bit words, bit t of word
+// t / 32 for token t), stored compactly once built, and rows by content (DistinctRows).
+//
+// Invariants:
+// - A row is built dense (TokenRow(num_words), then words() / set()), then sealed once with
+//   seal(); after that it never changes and is shared across threads. Only a building row's
+//   words() may be written; readers of a sealed row use test / copy_to / or_into /
+//   for_each_token / any_token / for_each_nonzero_word / to_words, which answer the same for
+//   every form (cpp/tests/test_compact_row.cpp compares them with the dense words).
+// - seal() keeps the smallest of two forms: dense (every word) or patched: a base (all zeros,
+//   all ones, or one of the dense rows the caller offers: the vocabulary's slice rows,
+//   token_slices.hpp) and the words that differ from it, as ascending (index, word) pairs.
+//   Patched is kept only when smaller than dense (under num_words / 2 patches of 8 bytes), so
+//   copy_to (a base copy or clear, then the patches) moves about as many bytes as a dense copy. A row
+//   patched over another row holds that row (shared_ptr), which is dense and never patched.
+// - memory_bytes() is the row's own storage (its base, shared by the vocabulary, not counted).
+// - The form depends only on the content and on the bases offered, so equal rows sealed with
+//   the same bases have the same form; same_bits() and content_hash() compare and hash the
+//   content whatever the forms.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+namespace tokamata {
+
+class TokenRow;
+using RowBases = std::vector<std::shared_ptr<const TokenRow>>;
+
+class TokenRow {
+ public:
+  TokenRow() = default;
+  explicit TokenRow(size_t num_words) : num_words_(static_cast<uint32_t>(num_words)), words_(num_words, 0u) {}
+
+  bool accepting = false;
+  // tokens set, for a lexer DFA's inside rows (token_row.cpp, token_slices.cpp); a grammar
+  // mask (matcher_core.cpp) leaves it 0: nothing reads it, and counting it took about 85,000
+  // instructions per new Llama 3 mask (a libgcc call per word: no -mpopcnt here)
+  int32_t num_allowed = 0;
+
+  // ---- building (before seal)
+  uint32_t* words() {
+    if (sealed_) throw std::logic_error("a sealed token row is read-only");
+    return words_.data();
+  }
+  void set(int32_t token) { words()[static_cast<uint32_t>(token) >> 5] |= 1u << (token & 31); }
+  // Chooses the compact form (see above); `bases` are dense rows of the same width.
+  void seal(const RowBases* bases = nullptr);
+  // Sealed as it is, dense (a base for others).
+  void seal_dense() {
+    if (sealed_) throw std::logic_error("a token row is sealed once");
+    sealed_ = true;
+  }
+  bool sealed() const { return sealed_; }
+
+  // ---- reading (any form; a building row reads as dense)
+  size_t num_words() const { return num_words_; }
+  bool dense() const { return kind_ == Kind::kDense; }
+  size_t num_patches() const { return dense() ? 0 : index_.size(); }
+  size_t memory_bytes() const { return sizeof(TokenRow) + words_.capacity() * 4 + index_.capacity() * 4; }
+
+  // The word at index w (< num_words()).
+  uint32_t word(size_t w) const {
+    if (kind_ == Kind::kDense) return words_[w];
+    const auto it = std::lower_bound(index_.begin(), index_.end(), static_cast<uint32_t>(w));
+    if (it != index_.end() && *it == w) return words_[static_cast<size_t>(it - index_.begin())];
+    return base_word(w);
+  }
+  // Whether token t is set (t >= 0; tokens past the row's words are not).
+  bool test(int32_t t) const {
+    const size_t w = static_cast<uint32_t>(t) >> 5;
+    return w < num_words_ && ((word(w) >> (t & 31)) & 1u);
+  }
+  // out[0..n) = the row's words, then zeros past them.
+  void copy_to(uint32_t* out, size_t n) const {
+    const size_t m = std::min<size_t>(n, num_words_);
+    switch (kind_) {
+      case Kind::kDense: std::memcpy(out, words_.data(), m * 4); break;
+      case Kind::kZeroBase: std::memset(out, 0, m * 4); break;
+      case Kind::kOnesBase: std::memset(out, 0xFF, m * 4); break;
+      case Kind::kRowBase: std::memcpy(out, base_->words_.data(), m * 4); break;
+    }
+    if (kind_ != Kind::kDense) {
+      const uint32_t* index = index_.data();
+      const uint32_t* values = words_.data();
+      for (size_t k = 0, p = index_.size(); k < p && index[k] < m; ++k) out[index[k]] = values[k];
+    }
+    if (n > m) std::memset(out + m, 0, (n - m) * 4);
+  }
+  // out[0..num_words()) |= the row's words.
+  void or_into(uint32_t* out) const {
+    if (kind_ == Kind::kDense) {
+      const uint32_t* w = words_.data();
+      for (size_t i = 0; i < num_words_; ++i) out[i] |= w[i];
+      return;
+    }
+    const uint32_t* index = index_.data();
+    const uint32_t* values = words_.data();
+    const size_t p = index_.size();
+    if (kind_ == Kind::kZeroBase) {
+      for (size_t k = 0; k < p; ++k) out[index[k]] |= values[k];
+      return;
+    }
+    const uint32_t* base = kind_ == Kind::kRowBase ? base_->words_.data() : nullptr;
+    size_t i = 0;
+    for (size_t k = 0; k <= p; ++k) {
+      const size_t end = k < p ? index[k] : num_words_;
+      if (base) {
+        for (; i < end; ++i) out[i] |= base[i];
+      } else {
+        std::memset(out + i, 0xFF, (end - i) * 4);
+      }
+      if (k < p) out[end] |= values[k];
+      i = end + 1;
+    }
+  }
+  // f(index, word) for every nonzero word, ascending.
+  template <typename F>
+  void for_each_nonzero_word(F&& f) const {
+    scan_words([&](size_t i, uint32_t x) {
+      if (x) f(i, x);
+      return false;
+    });
+  }
+  // f(token) for every token set, ascending, until f returns true; whether it did.
+  template <typename F>
+  bool any_token(F&& f) const {
+    return scan_words([&](size_t w, uint32_t x) {
+      for (; x; x &= x - 1) {
+        if (f(static_cast<int32_t>(w * 32 + static_cast<uint32_t>(__builtin_ctz(x))))) return true;
+      }
+      return false;
+    });
+  }
+  template <typename F>
+  void for_each_token(F&& f) const {
+    any_token([&](int32_t t) {
+      f(t);
+      return false;
+    });
+  }
+  // The lowest token set, or -1.
+  int32_t first_token() const {
+    int32_t found = -1;
+    any_token([&](int32_t t) {
+      found = t;
+      return true;
+    });
+    return found;
+  }
+  std::vector<uint32_t> to_words() const {
+    std::vector<uint32_t> out(num_words_);
+    copy_to(out.data(), out.size());
+    return out;
+  }
+  // Same width and the same tokens (acceptance not compared).
+  bool same_bits(const TokenRow& other) const;
+
+ private:
+  enum class Kind : uint8_t { kDense, kZeroBase, kOnesBase, kRowBase };
+
+  uint32_t base_word(size_t w) const {
+    switch (kind_) {
+      case Kind::kOnesBase: return ~0u;
+      case Kind::kRowBase: return base_->words_[w];
+      default: return 0u;
+    }
+  }
+  // f(index, word) for the words in order, until f returns true (whether it did); a
+  // zero-based row visits its patches only (the other words are zero)
+  template <typename F>
+  bool scan_words(F&& f) const {
+    switch (kind_) {
+      case Kind::kDense:
+        for (size_t i = 0; i < num_words_; ++i) {
+          if (f(i, words_[i])) return true;
+        }
+        return false;
+      case Kind::kZeroBase:
+        for (size_t k = 0; k < index_.size(); ++k) {
+          if (f(static_cast<size_t>(index_[k]), words_[k])) return true;
+        }
+        return false;
+      default: {
+        size_t k = 0;
+        for (size_t i = 0; i < num_words_; ++i) {
+          const bool patched = k < index_.size() && index_[k] == i;
+          if (f(i, patched ? words_[k++] : base_word(i))) return true;
+        }
+        return false;
+      }
+    }
+  }
+
+  uint32_t num_words_ = 0;
+  Kind kind_ = Kind::kDense;
+  bool sealed_ = false;
+  std::vector<uint32_t> words_;  // dense: every word; patched: the patch values
+  std::vector<uint32_t> index_;  // patched: the patch indices, ascending
+  std::shared_ptr<const TokenRow> base_;  // kRowBase: a dense row
+};
+
+// Rows by content: equal rows (bits and acceptance) stored once. intern(row) returns an
+// equal row that is still alive (held by a cache or a matcher), else `row`, which becomes
+// findable; entries of rows nobody holds expire and are purged as the table grows (amortized:
+// each purge sets the next one at twice what is left). Not thread-safe: callers lock.
+class DistinctRows {
+ public:
+  static uint64_t content_hash(const TokenRow& row);
+  std::shared_ptr<const TokenRow> intern(std::shared_ptr<const TokenRow> row, uint64_t hash);
+  size_t size() const { return rows_.size(); }
+
+ private:
+  std::unordered_multimap<uint64_t, std::weak_ptr<const TokenRow>> rows_;
+  size_t purge_at_ = 64;
+};
+
+}  // namespace tokamata
