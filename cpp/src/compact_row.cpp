@@ -6,9 +6,11 @@ namespace tokamata {
 namespace {
 // Below this many differing words a row base is not looked for (it would save under 256 bytes).
 constexpr size_t kTryBasesAbove = 32;
+// Words compared between checks of the early exit in the base search.
+constexpr size_t kBlock = 256;
 }  // namespace
 
-void TokenRow::seal(const RowBases* bases) {
+bool TokenRow::seal(const RowBases* bases, size_t dense_above) {
   if (sealed_) throw std::logic_error("a token row is sealed once");
   sealed_ = true;
   const size_t n = num_words_;
@@ -18,9 +20,9 @@ void TokenRow::seal(const RowBases* bases) {
     nonzero += w[i] != 0u;
     not_ones += w[i] != ~0u;
   }
-  // patched only under half the dense words (8 bytes per patch against 4 per word)
+  // patched only with at most n / kPatchDivisor patches (8 bytes each against 4 per word)
   Kind best = Kind::kDense;
-  size_t best_count = n / 2;
+  size_t best_count = n / kPatchDivisor + 1;
   const TokenRow* base = nullptr;
   if (nonzero < best_count) best = Kind::kZeroBase, best_count = nonzero;
   if (not_ones < best_count) best = Kind::kOnesBase, best_count = not_ones;
@@ -29,11 +31,17 @@ void TokenRow::seal(const RowBases* bases) {
       if (!candidate || candidate->num_words_ != n || candidate->kind_ != Kind::kDense) continue;
       const uint32_t* b = candidate->words_.data();
       size_t differ = 0;
-      for (size_t i = 0; i < n && differ < best_count; ++i) differ += w[i] != b[i];
+      for (size_t i = 0; i < n && differ < best_count; i += kBlock) {  // (blocks: a vectorized count)
+        const size_t end = std::min(n, i + kBlock);
+        for (size_t j = i; j < end; ++j) differ += w[j] != b[j];
+      }
       if (differ < best_count) best = Kind::kRowBase, best_count = differ, base = candidate.get();
     }
   }
-  if (best == Kind::kDense) return;
+  if (best == Kind::kDense || best_count > dense_above) {
+    sum_ = dense_sum(w, n);
+    return true;
+  }
   kind_ = best;
   if (base) {
     for (const auto& candidate : *bases) {
@@ -43,14 +51,43 @@ void TokenRow::seal(const RowBases* bases) {
   std::vector<uint32_t> index, values;
   index.reserve(best_count);
   values.reserve(best_count);
+  uint64_t sum = kind_ == Kind::kRowBase ? base->sum_ : 0;
   for (size_t i = 0; i < n; ++i) {
-    if (w[i] != base_word(i)) {
+    const uint32_t under = base_word(i);
+    if (kind_ == Kind::kOnesBase) sum += word_mix(i, w[i]);
+    if (w[i] != under) {
       index.push_back(static_cast<uint32_t>(i));
       values.push_back(w[i]);
+      if (kind_ != Kind::kOnesBase) sum += word_mix(i, w[i]) - word_mix(i, under);
     }
   }
+  sum_ = sum;
   index_ = std::move(index);
   words_ = std::move(values);
+  return false;
+}
+
+std::shared_ptr<const TokenRow> RowBaseSet::seal(std::shared_ptr<TokenRow> row) {
+  std::shared_ptr<const RowBases> bases;
+  bool room;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    bases = bases_;
+    room = own_ < kOwnBases;
+  }
+  const bool dense = row->seal(bases.get(), room ? kManyPatches : SIZE_MAX);
+  if (dense && room) {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (own_ < kOwnBases) {
+      auto next = std::make_shared<RowBases>();
+      next->reserve(bases_->size() + 1);
+      next->push_back(row);
+      next->insert(next->end(), bases_->begin(), bases_->end());
+      bases_ = std::move(next);
+      ++own_;
+    }
+  }
+  return row;
 }
 
 bool TokenRow::same_bits(const TokenRow& other) const {
@@ -62,13 +99,9 @@ bool TokenRow::same_bits(const TokenRow& other) const {
 }
 
 uint64_t DistinctRows::content_hash(const TokenRow& row) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(row.num_words()) << 1);
-  auto mix = [&h](uint64_t w, uint64_t i) {
-    h ^= (w | (i << 32)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 29)) * 0x94D049BB133111EBull;
-  };
-  row.for_each_nonzero_word([&](size_t i, uint32_t x) { mix(x, i); });
-  return h ^ static_cast<uint64_t>(row.accepting);
+  uint64_t h = (row.content_sum() ^ (static_cast<uint64_t>(row.num_words()) << 1) ^ row.accepting) *
+               0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 32);
 }
 
 std::shared_ptr<const TokenRow> DistinctRows::intern(std::shared_ptr<const TokenRow> row, uint64_t hash) {

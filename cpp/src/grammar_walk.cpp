@@ -40,8 +40,7 @@ const std::vector<BoundaryEvent>& GrammarCore::events_locked(int32_t state) {
       walk_trie(trie, dfa, state, *row, &found);
     }
     row->accepting = dfa.accepting(state);
-    row->seal(lexer_->row_bases());
-    if (!lexer_->cached_row(state)) lexer_->publish_row(state, std::move(row));
+    if (!lexer_->cached_row(state)) lexer_->publish_row(state, lexer_->row_bases().seal(std::move(row)));
     fresh->reserve(found.size());
     for (const auto& [node, s] : found) fresh->push_back(BoundaryEvent{node, s});
     if (shared_) {

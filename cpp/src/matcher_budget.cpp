@@ -484,7 +484,7 @@ MaskPtr ConstraintCore::budget_row(const Configuration* position, size_t size, i
   }
   const BudgetEntry& entry = bounds_.at(key);  // (profile_locked bounded the position)
   if (entry.first >= 0 && entry.bound <= budget) row->set(entry.first);
-  row->seal(lexer_->row_bases());
+  row->seal(lexer_->row_bases().snapshot().get());  // (per call: never a base)
   return row;
 }
 

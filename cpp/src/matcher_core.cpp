@@ -202,8 +202,7 @@ MaskPtr ConstraintCore::configuration_mask(const Configuration& c) {
     }
   }
   mask->accepting = configuration_accepting(c);
-  mask->seal(lexer_->row_bases());
-  return remember(c, std::move(mask));
+  return remember(c, lexer_->row_bases().seal(std::move(mask)));
 }
 
 MaskPtr ConstraintCore::regular_mask(const Configuration& c) {
@@ -234,8 +233,7 @@ MaskPtr ConstraintCore::mask(const Configuration* position, size_t size) {
     part->or_into(mask->words());
     mask->accepting = mask->accepting || part->accepting;
   }
-  mask->seal(lexer_->row_bases());
-  return remember(std::move(key), std::move(mask));
+  return remember(std::move(key), lexer_->row_bases().seal(std::move(mask)));
 }
 
 MaskPtr ConstraintCore::cached_mask(const Configuration* position, size_t size) const {
@@ -408,7 +406,7 @@ MaskPtr ConstraintCore::prefix_mask(const uint8_t* rest, int64_t length) {
     }
   }
   mask->accepting = false;
-  mask->seal(lexer_->row_bases());
+  mask->seal(lexer_->row_bases().snapshot().get());  // (a matcher's own mask: never a base)
   return mask;
 }
 

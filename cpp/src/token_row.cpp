@@ -97,7 +97,8 @@ RegexCore::RegexCore(std::shared_ptr<const TokenTrie> trie, std::shared_ptr<Shar
                      std::unique_ptr<LazyDfa> dfa, std::vector<int32_t> eos_ids,
                      std::shared_ptr<const TokenSlices> slices, std::function<int32_t(int32_t)> text_depth)
     : trie_(std::move(trie)), shared_(std::move(shared)), dfa_(std::move(dfa)), eos_ids_(std::move(eos_ids)),
-      slices_(std::move(slices)), text_depth_(std::move(text_depth)) {
+      slices_(std::move(slices)), text_depth_(std::move(text_depth)),
+      row_bases_(slices_ ? RowBases(slices_->bases().rbegin(), slices_->bases().rend()) : RowBases()) {
   if (slices_ && &slices_->full() != trie_.get()) throw std::invalid_argument("slices of another trie");
   for (int32_t e : eos_ids_) {
     if (e < 0 || e >= trie_->vocab_size()) throw std::invalid_argument("EOS id out of range");
@@ -133,8 +134,7 @@ const TokenRow* RegexCore::compute_row(int32_t state) {
       walk_trie(*trie_, *dfa_, state, *fresh);
     }
     fresh->accepting = dfa_->accepting(state);
-    fresh->seal(row_bases());
-    row = fresh;
+    row = row_bases_.seal(std::move(fresh));
     if (shared_) shared_->insert(key, row);
   }
   const TokenRow* published = row.get();
@@ -184,8 +184,6 @@ void RegexCore::register_states(int32_t known, const uint8_t* accepting, const i
   const int32_t skip = have - known;
   if (skip < count) dfa_->add_states(accepting + skip, keys + skip, count - skip);
 }
-
-const RowBases* RegexCore::row_bases() const { return slices_ ? &slices_->bases() : nullptr; }
 
 size_t RegexCore::cached_row_bytes() const {
   std::lock_guard<std::mutex> guard(cache_mu_);

@@ -2,7 +2,7 @@
 // zeros, over ones and over a base row, answer every reader (word, test, copy_to, or_into,
 // for_each_token, any_token, first_token, for_each_nonzero_word, to_words) exactly as their
 // dense words do; equal contents compare and hash equal whatever the form; the form chosen
-// is the smallest, and a patched row takes fewer bytes than a dense one.
+// is the smallest, and a patched row takes at most a quarter of the dense bytes.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -145,14 +145,15 @@ TEST(compact_row_every_form_reads_as_its_dense_words) {
         other[rng() % n] ^= 1u << (rng() % 32);
         CHECK(!plain->same_bits(*sealed(other, &bases)));
       }
-      // the smallest form: patched only when smaller than dense
+      // the smallest form: patched only with at most num_words / 8 patches
       size_t nonzero = 0, not_ones = 0;
       for (uint32_t x : words) nonzero += x != 0u, not_ones += x != ~0u;
       size_t best = std::min(nonzero, not_ones);
-      CHECK_EQ(plain->dense(), best >= n / 2);
+      const size_t most = n / TokenRow::kPatchDivisor;
+      CHECK_EQ(plain->dense(), best > most);
       if (!plain->dense()) CHECK_EQ(plain->num_patches(), best);
-      CHECK(based->dense() || based->num_patches() <= std::min(best, n / 2));
-      if (!based->dense()) CHECK(based->memory_bytes() < sizeof(TokenRow) + n * 4);
+      CHECK(based->dense() || based->num_patches() <= std::min(best, most));
+      if (!based->dense()) CHECK(based->memory_bytes() <= sizeof(TokenRow) + n * 4 / TokenRow::kPatchDivisor * 2);
     }
   }
 }
@@ -184,4 +185,43 @@ TEST(compact_row_is_sealed_once) {
   CHECK(row.test(5));
   CHECK(!row.test(4));
   CHECK(!row.test(1000));
+}
+
+TEST(compact_row_base_set_keeps_near_rows_as_bases) {
+  // the first rows a base set seals that would need many patches stay dense and become bases
+  // (at most kOwnBases); a later row close to one is that row plus a few patches
+  std::mt19937 rng(11);
+  const size_t n = 1024;
+  RowBaseSet set;
+  std::vector<std::vector<uint32_t>> firsts;
+  for (size_t i = 0; i < RowBaseSet::kOwnBases + 2; ++i) {
+    firsts.push_back(random_words(rng, n, 0.6));
+    auto row = std::make_shared<TokenRow>(n);
+    std::copy(firsts.back().begin(), firsts.back().end(), row->words());
+    auto done = set.seal(row);
+    CHECK(done->dense());
+    const size_t own = std::min<size_t>(i + 1, RowBaseSet::kOwnBases);
+    CHECK_EQ(set.snapshot()->size(), own);
+  }
+  for (size_t i = 0; i < firsts.size(); ++i) {
+    CONTEXT("near row " << i);
+    std::vector<uint32_t> near = random_words(rng, n, 0, &firsts[i], 5);
+    auto row = std::make_shared<TokenRow>(n);
+    std::copy(near.begin(), near.end(), row->words());
+    auto done = set.seal(row);
+    if (i < RowBaseSet::kOwnBases) {
+      CHECK(!done->dense());
+      CHECK(done->num_patches() <= 5);
+    } else {
+      CHECK(done->dense());  // its first was no base: no room was left
+    }
+    check_readers(*done, near, rng);
+  }
+  // a row with more than kManyPatches patches over every base, once the set is full: patched
+  std::vector<uint32_t> far = random_words(rng, n, 0, &firsts[0], 100);
+  auto row = std::make_shared<TokenRow>(n);
+  std::copy(far.begin(), far.end(), row->words());
+  auto done = set.seal(row);
+  CHECK(!done->dense());
+  check_readers(*done, far, rng);
 }

@@ -8,20 +8,30 @@
 //   for_each_token / any_token / for_each_nonzero_word / to_words, which answer the same for
 //   every form (cpp/tests/test_compact_row.cpp compares them with the dense words).
 // - seal() keeps the smallest of two forms: dense (every word) or patched: a base (all zeros,
-//   all ones, or one of the dense rows the caller offers: the vocabulary's slice rows,
-//   token_slices.hpp) and the words that differ from it, as ascending (index, word) pairs.
-//   Patched is kept only when smaller than dense (under num_words / 2 patches of 8 bytes), so
-//   copy_to (a base copy or clear, then the patches) moves about as many bytes as a dense copy. A row
+//   all ones, or one of the dense rows the caller offers: a RowBaseSet's, below) and the words
+//   that differ from it, as ascending (index, word) pairs.
+//   Patched is kept only with at most num_words / 8 patches (a quarter of the dense bytes), so
+//   copy_to (a clear or a copy of the base, then the scattered patches) costs about what a
+//   dense copy does: with up to num_words / 2 patches (all a smaller form would need) fills of
+//   MaskBench masks were 20-40% slower. A row
 //   patched over another row holds that row (shared_ptr), which is dense and never patched.
-// - memory_bytes() is the row's own storage (its base, shared by the vocabulary, not counted).
+// - memory_bytes() is the row's own storage (its base, shared with other rows, not counted).
+// - A RowBaseSet (one per lexer: RegexCore) offers the vocabulary's slice rows
+//   (token_slices.hpp) and up to kOwnBases rows of its own: the first rows sealed through it
+//   that would stay dense or need more than kManyPatches patches are kept dense and become
+//   bases, so later rows equal or close to them (a schema's many string-like states and
+//   their masks) are a base copy plus a few patches: fills as fast as a dense copy.
 // - The form depends only on the content and on the bases offered, so equal rows sealed with
 //   the same bases have the same form; same_bits() and content_hash() compare and hash the
-//   content whatever the forms.
+//   content whatever the forms. The hash is a sum over nonzero words of a per-(index, word)
+//   mix, kept at seal(): a patched row's is its base's plus its patches' differences, so
+//   hashing a new mask costs its patches, not its width.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +43,9 @@ using RowBases = std::vector<std::shared_ptr<const TokenRow>>;
 
 class TokenRow {
  public:
+  // A patched row has at most num_words / kPatchDivisor patches.
+  static constexpr size_t kPatchDivisor = 8;
+
   TokenRow() = default;
   explicit TokenRow(size_t num_words) : num_words_(static_cast<uint32_t>(num_words)), words_(num_words, 0u) {}
 
@@ -48,12 +61,22 @@ class TokenRow {
     return words_.data();
   }
   void set(int32_t token) { words()[static_cast<uint32_t>(token) >> 5] |= 1u << (token & 31); }
-  // Chooses the compact form (see above); `bases` are dense rows of the same width.
-  void seal(const RowBases* bases = nullptr);
+  // Chooses the compact form (see above); `bases` are dense rows of the same width. A form with
+  // more than `dense_above` patches is not taken. Returns whether the row stays dense.
+  bool seal(const RowBases* bases = nullptr, size_t dense_above = SIZE_MAX);
   // Sealed as it is, dense (a base for others).
   void seal_dense() {
     if (sealed_) throw std::logic_error("a token row is sealed once");
     sealed_ = true;
+    sum_ = dense_sum(words_.data(), num_words_);
+  }
+  // The content's sum of word_mix over nonzero words (form-independent; see above).
+  uint64_t content_sum() const { return sealed_ ? sum_ : dense_sum(words_.data(), num_words_); }
+  static uint64_t word_mix(size_t i, uint32_t w) {
+    if (w == 0) return 0;
+    uint64_t x = (static_cast<uint64_t>(w) << 32 | static_cast<uint64_t>(i)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 31)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 29);
   }
   bool sealed() const { return sealed_; }
 
@@ -163,6 +186,11 @@ class TokenRow {
  private:
   enum class Kind : uint8_t { kDense, kZeroBase, kOnesBase, kRowBase };
 
+  static uint64_t dense_sum(const uint32_t* w, size_t n) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += word_mix(i, w[i]);
+    return sum;
+  }
   uint32_t base_word(size_t w) const {
     switch (kind_) {
       case Kind::kOnesBase: return ~0u;
@@ -202,6 +230,27 @@ class TokenRow {
   std::vector<uint32_t> words_;  // dense: every word; patched: the patch values
   std::vector<uint32_t> index_;  // patched: the patch indices, ascending
   std::shared_ptr<const TokenRow> base_;  // kRowBase: a dense row
+  uint64_t sum_ = 0;                      // content_sum(), set by seal
+};
+
+// The bases rows of one lexer are sealed over (see above). Thread-safe.
+class RowBaseSet {
+ public:
+  static constexpr size_t kOwnBases = 8;
+  static constexpr size_t kManyPatches = 64;
+
+  explicit RowBaseSet(RowBases fixed = {}) : bases_(std::make_shared<const RowBases>(std::move(fixed))) {}
+  // Seals `row` over the bases (a new base when it qualifies); returns it.
+  std::shared_ptr<const TokenRow> seal(std::shared_ptr<TokenRow> row);
+  std::shared_ptr<const RowBases> snapshot() const {
+    std::lock_guard<std::mutex> guard(mu_);
+    return bases_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const RowBases> bases_;  // own bases first (the likeliest near rows), then fixed
+  size_t own_ = 0;
 };
 
 // Rows by content: equal rows (bits and acceptance) stored once. intern(row) returns an

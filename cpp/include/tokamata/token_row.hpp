@@ -7,8 +7,8 @@
 //   reallocation; an entry changes at most once (UNKNOWN -> value) and before any row that
 //   depends on it is published.
 // - A token row for state s is the set of trie tokens whose bytes lead s to a live state,
-//   as a TokenRow (compact_row.hpp; sealed over the slices' rows as bases when there are
-//   slices), plus whether s accepts (EOS allowed). The walk computes
+//   as a TokenRow (compact_row.hpp; sealed over the lexer's RowBaseSet: the slices' rows and
+//   rows of its own), plus whether s accepts (EOS allowed). The walk computes
 //   every transition it takes, so after row(s) was walked here, running the DFA from s over
 //   an allowed token's bytes never meets UNKNOWN.
 // - Rows are computed once per state and never change; they are published under cache_mu_.
@@ -137,9 +137,9 @@ class RegexCore {
 
   const TokenTrie& trie() const { return *trie_; }
   const TokenSlices* slices() const { return slices_.get(); }
-  // The dense rows new rows and masks over this vocabulary are sealed against (the slices'
-  // rows), or null.
-  const RowBases* row_bases() const;
+  // The bases new rows and masks of this lexer are sealed over (the slices' rows, then rows of
+  // its own; compact_row.hpp). Thread-safe.
+  RowBaseSet& row_bases() const { return row_bases_; }
   const std::function<int32_t(int32_t)>* text_depth() const { return text_depth_ ? &text_depth_ : nullptr; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   bool is_eos(int32_t token) const;
@@ -178,6 +178,7 @@ class RegexCore {
   std::vector<int32_t> eos_ids_;
   std::shared_ptr<const TokenSlices> slices_;
   std::function<int32_t(int32_t)> text_depth_;
+  mutable RowBaseSet row_bases_;
   mutable std::mutex cache_mu_;
   std::mutex compute_mu_;
   std::unordered_map<int32_t, std::shared_ptr<const TokenRow>> rows_;
