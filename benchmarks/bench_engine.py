@@ -178,7 +178,9 @@ def _lockstep_fill_ns(constraints, token_lists, buf, threads: int) -> tuple[floa
     return total, steps
 
 
-def bench_threads(vocab, path: str, count: int, repeats: int) -> dict:
+def thread_workload(vocab, path: str, count: int) -> tuple[list, list[list[int]], str]:
+    """(schemas, instance tokens (at most 256 each), source) of ``count`` matchers that compile
+    and accept their instance (bench_fill_threads.py measures the same batch)."""
     pairs, source = _schema_workload(path, 4 * count)
     chosen = []
     for schema, tokens in pairs:
@@ -191,10 +193,13 @@ def bench_threads(vocab, path: str, count: int, repeats: int) -> dict:
         m = c.matcher()
         if m.consume_many(tokens) == len(tokens) and m.is_accepting():
             chosen.append((schema, tokens[:256]))
-    schemas = [s for s, _ in chosen]
-    token_lists = [t for _, t in chosen]
-    buf = tokamata.allocate_bitmask(len(chosen), vocab.size)
-    result = {"source": source, "matchers": len(chosen),
+    return [s for s, _ in chosen], [t for _, t in chosen], source
+
+
+def bench_threads(vocab, path: str, count: int, repeats: int) -> dict:
+    schemas, token_lists, source = thread_workload(vocab, path, count)
+    buf = tokamata.allocate_bitmask(len(schemas), vocab.size)
+    result = {"source": source, "matchers": len(schemas),
               "steps": max(len(t) for t in token_lists) + 1}
     for kind in ("cold", "warm"):
         times = {1: [], 2: []}

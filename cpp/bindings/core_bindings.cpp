@@ -146,6 +146,31 @@ void check_ids(const MatcherCore& m, const std::vector<int32_t>& tokens) {
 // Drafts of many matchers (CSR: matcher i's draft is tokens[offsets[i], offsets[i + 1]), its
 // rows start at starts[i]); one work item per distinct matcher, the GIL released for the
 // batch. Returns the rows written per matcher.
+// The work items of a batch: one per distinct matcher (a matcher listed twice is one item, so
+// one thread uses it), in the order of their first appearance in the batch. `order` lists the
+// batch's indices item by item; item g is order[groups[g]] .. order[groups[g + 1] - 1]. (The
+// pool gives each thread contiguous items: a batch listed in a stable order keeps a matcher,
+// its masks and its row on the same core from step to step.)
+void batch_items(const std::vector<MatcherCore*>& matchers, std::vector<size_t>& order, std::vector<size_t>& groups) {
+  const size_t count = matchers.size();
+  std::vector<size_t> by_matcher(count);
+  for (size_t i = 0; i < count; ++i) by_matcher[i] = i;
+  std::stable_sort(by_matcher.begin(), by_matcher.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
+  std::vector<std::pair<size_t, size_t>> spans;  // (start, end) in by_matcher; start is the first appearance
+  for (size_t k = 0; k < count; ++k) {
+    if (k == 0 || matchers[by_matcher[k]] != matchers[by_matcher[k - 1]]) spans.emplace_back(k, k);
+    spans.back().second = k + 1;
+  }
+  std::sort(spans.begin(), spans.end(), [&](const auto& a, const auto& b) { return by_matcher[a.first] < by_matcher[b.first]; });
+  order.clear();
+  groups.clear();
+  for (const auto& [start, end] : spans) {
+    groups.push_back(order.size());
+    order.insert(order.end(), by_matcher.begin() + static_cast<std::ptrdiff_t>(start), by_matcher.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  groups.push_back(order.size());
+}
+
 std::vector<int64_t> fill_drafts(std::vector<MatcherCore*> matchers, I32Array tokens, I64Array offsets, Bitmask bitmask,
                                  I32Array starts, int threads, std::optional<Flags> accepting) {
   const size_t count = matchers.size();
@@ -169,14 +194,8 @@ std::vector<int64_t> fill_drafts(std::vector<MatcherCore*> matchers, I32Array to
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i].first < sorted[i - 1].second) throw nb::value_error("the drafts' rows overlap");
   }
-  std::vector<size_t> order(count);
-  for (size_t i = 0; i < count; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
-  std::vector<size_t> groups;
-  for (size_t k = 0; k < count; ++k) {
-    if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
-  }
-  groups.push_back(count);
+  std::vector<size_t> order, groups;
+  batch_items(matchers, order, groups);
   std::vector<int64_t> written(count, 0);
   uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
   uint8_t* flags = accepting ? accepting->data() : nullptr;
@@ -310,7 +329,7 @@ uint32_t* checked_walk(GrammarCore& g, int32_t parser, int32_t state, Words& out
 
 // The rows of a batch fill: checks every matcher and row index (before anything is written),
 // then runs fill(i, row, width) for every i without the GIL, one work item per distinct matcher
-// (a matcher is used by one thread at a time). fill_bitmasks and fill_bitmasks_budget share it.
+// (a matcher is used by one thread at a time; batch_items). fill_bitmasks and fill_bitmasks_budget share it.
 template <class Fill>
 void fill_rows(const std::vector<MatcherCore*>& matchers, Bitmask& bitmask, const I32Array& indices, int threads,
                Fill fill) {
@@ -324,14 +343,8 @@ void fill_rows(const std::vector<MatcherCore*>& matchers, Bitmask& bitmask, cons
   }
   uint32_t* base = reinterpret_cast<uint32_t*>(bitmask.data());
   const int32_t* rows = indices.data();
-  std::vector<size_t> order(matchers.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return matchers[a] < matchers[b]; });
-  std::vector<size_t> groups;
-  for (size_t k = 0; k < order.size(); ++k) {
-    if (k == 0 || matchers[order[k]] != matchers[order[k - 1]]) groups.push_back(k);
-  }
-  groups.push_back(order.size());
+  std::vector<size_t> order, groups;
+  batch_items(matchers, order, groups);
   nb::gil_scoped_release release;
   WorkerPool::instance().run(threads, groups.size() - 1, [&](size_t g) {
     for (size_t k = groups[g]; k < groups[g + 1]; ++k) {

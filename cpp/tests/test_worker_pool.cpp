@@ -9,6 +9,11 @@
 //   calls still run, on the inline path too.
 // - a run that finds the pool busy (a nested run inside a job, or another thread's run) does
 //   its work on the calling thread and completes without waiting.
+// - on two threads the caller's calls are a prefix of [0, count) and the worker's the rest
+//   (each thread keeps contiguous items, so consecutive runs give it the same rows; either
+//   part may be empty).
+// - many short runs in a row (workers waking late, finding nothing or a later run) still call
+//   every index exactly once per run.
 // Every wait is bounded by a watchdog, so a deadlock fails the process instead of hanging it.
 #include <atomic>
 #include <chrono>
@@ -185,5 +190,48 @@ TEST(pool_busy_run_from_another_thread_runs_on_its_caller) {
     }
     changed.notify_all();
     a.join();
+  });
+}
+
+TEST(pool_two_threads_split_the_items_into_a_prefix_and_a_suffix) {
+  with_watchdog(60, [] {
+    for (size_t count : {2, 3, 64, 500}) {
+      for (int repeat = 0; repeat < 20; ++repeat) {
+        CONTEXT("count " << count << " repeat " << repeat);
+        std::vector<std::thread::id> by(count);
+        WorkerPool::instance().run(2, count, [&](size_t i) {
+          by[i] = std::this_thread::get_id();
+          if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));  // (let the worker in)
+        });
+        const std::thread::id caller = std::this_thread::get_id();
+        size_t prefix = 0;
+        while (prefix < count && by[prefix] == caller) ++prefix;
+        size_t wrong = 0;
+        for (size_t i = prefix; i < count; ++i) wrong += by[i] == caller || by[i] != by[count - 1];
+        CHECK_EQ(wrong, 0u);
+      }
+    }
+  });
+}
+
+TEST(pool_many_short_runs_call_every_index_once) {
+  with_watchdog(120, [] {
+    uint32_t seed = 12345;
+    auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+    for (int run = 0; run < 20000; ++run) {
+      const int threads = 2 + static_cast<int>(next() >> 30);  // 2..5
+      const size_t count = 2 + (next() >> 28);                  // 2..17
+      std::vector<std::atomic<int>> times(count);
+      for (auto& t : times) t.store(0);
+      WorkerPool::instance().run(threads, count, [&](size_t i) { times[i].fetch_add(1); });
+      int wrong = 0;
+      for (auto& t : times) wrong += t.load() != 1;
+      if (wrong) {
+        CONTEXT("run " << run << " threads " << threads << " count " << count);
+        CHECK_EQ(wrong, 0);
+        return;
+      }
+      if (run % 1000 == 999) std::this_thread::sleep_for(std::chrono::microseconds(300));  // (workers fall asleep)
+    }
   });
 }
