@@ -147,10 +147,12 @@ void check_ids(const MatcherCore& m, const std::vector<int32_t>& tokens) {
 // rows start at starts[i]); one work item per distinct matcher, the GIL released for the
 // batch. Returns the rows written per matcher.
 // The work items of a batch: one per distinct matcher (a matcher listed twice is one item, so
-// one thread uses it), in the order of their first appearance in the batch. `order` lists the
-// batch's indices item by item; item g is order[groups[g]] .. order[groups[g + 1] - 1]. (The
-// pool gives each thread contiguous items: a batch listed in a stable order keeps a matcher,
-// its masks and its row on the same core from step to step.)
+// one thread uses it), the matchers of one constraint next to each other, else in the order of
+// their first appearance in the batch. `order` lists the batch's indices item by item; item g
+// is order[groups[g]] .. order[groups[g + 1] - 1]. The pool gives each thread contiguous items,
+// so a constraint's matchers (which share its cache lock and, in lockstep, the same rows and
+// their reference counts) mostly run on one core, and a batch listed in a stable order keeps
+// a matcher, its masks and its row on the same core from step to step.
 void batch_items(const std::vector<MatcherCore*>& matchers, std::vector<size_t>& order, std::vector<size_t>& groups) {
   const size_t count = matchers.size();
   std::vector<size_t> by_matcher(count);
@@ -161,7 +163,12 @@ void batch_items(const std::vector<MatcherCore*>& matchers, std::vector<size_t>&
     if (k == 0 || matchers[by_matcher[k]] != matchers[by_matcher[k - 1]]) spans.emplace_back(k, k);
     spans.back().second = k + 1;
   }
-  std::sort(spans.begin(), spans.end(), [&](const auto& a, const auto& b) { return by_matcher[a.first] < by_matcher[b.first]; });
+  std::sort(spans.begin(), spans.end(), [&](const auto& a, const auto& b) {
+    const size_t i = by_matcher[a.first], j = by_matcher[b.first];
+    const ConstraintCore* ci = &matchers[i]->constraint();
+    const ConstraintCore* cj = &matchers[j]->constraint();
+    return ci != cj ? std::less<const ConstraintCore*>()(ci, cj) : i < j;
+  });
   order.clear();
   groups.clear();
   for (const auto& [start, end] : spans) {

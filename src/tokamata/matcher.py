@@ -363,6 +363,12 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
                 m._check_budget()
     try:
         cores = list(map(_CORE_OF, matchers))  # (C-level loops: this part runs on one thread)
+        if budgets is None:
+            try:  # (all native cores: the common case, checked by the binding's conversion)
+                _core.fill_bitmasks(cores, bitmask, rows, int(threads))
+                return
+            except TypeError:
+                pass
         native = set(map(type, cores)) <= _NATIVE_CORES
         engines = cores if native else [getattr(c, "core", c) for c in cores]  # a canonical engine, filtered after
         if budgets is None:
