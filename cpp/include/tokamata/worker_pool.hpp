@@ -4,10 +4,10 @@
 // - run(threads, count, job) calls job(i) exactly once for every i in [0, count), on at most
 //   `threads` threads, the caller being one of them, and returns when all calls returned.
 //   The first exception a call throws is rethrown by run (the other calls still run).
-// - The caller never waits for a worker that has not started a call: run returns as soon as
-//   every call returned, whether or not the workers woke up in time to take any. (A worker
-//   that wakes late finds nothing left and goes back to waiting; a batch is never slower than
-//   the caller alone by more than the cost of publishing it.)
+// - The caller never waits for a worker that has not claimed an item: run returns as soon as
+//   every call returned, whether or not the workers woke up in time to take any (a worker
+//   that wakes late finds nothing left and goes back to waiting). It waits only for the
+//   items a worker claimed and is still running.
 // - Items are claimed from both ends of [0, count): the caller from the front, the workers
 //   from the back, through one atomic word (a generation, the next front index and the end
 //   of the back), in chunks that shrink as the round empties (guided scheduling).
