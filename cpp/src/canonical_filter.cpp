@@ -310,6 +310,79 @@ bool CanonicalFilter::live_after(int32_t position, int32_t state, int32_t token,
   }
 }
 
+bool CanonicalFilter::pairs_pass(int32_t state) {
+  State& s = state_at(state);
+  if (s.pairs < 0) {
+    bool ok = true;
+    for (size_t i = 1; i < s.tokens.size() && ok; ++i) ok = bigram(s.tokens[i - 1], s.tokens[i]);
+    State& w = state_at(state);  // (bigram interns nothing: s stays valid)
+    w.pairs = ok ? 1 : 0;
+  }
+  return state_at(state).pairs > 0;
+}
+
+int32_t CanonicalFilter::live_in_pretoken(int32_t position, int32_t state, int32_t token) {
+  // Each answer below is the one live_after(position, state, token) gives, read off one cut of
+  // the text instead of advance(), encode() and a new interned state:
+  // - step(state, token): the open text W plus the token's bytes is one pretoken starting
+  //   where W starts, so advance() decides no span and checks the pairs inside it, all but the
+  //   pair at a trailing whitespace cut;
+  // - viable(next, after): after's text T = W + token is nonempty; its encoding (at the end of
+  //   the text, or closed by a next character c when T + c cuts exactly after T) is the one
+  //   pretoken T's, which equals the tokens iff every pair passes and T is not a whole piece
+  //   (ignore_merges). A "yes" from either is the answer (the search spends no budget on it);
+  //   anything else goes to live_after, which searches.
+  if (state == 0 || tok_->has_added() || !tok_->has_bytes(token)) return -1;
+  if (!state_at(state).boundary_stable) return -1;
+  const uint8_t* bytes = tok_->bytes_of(token);
+  const int32_t length = tok_->length_of(token);
+  if (bytes[0] < 0x80 && closes_any(state, uint64_t{1} << tok_->char_key(bytes[0])))
+    return -1;  // (step's own shortcut: a new pretoken starts; cheap already)
+  thread_local std::string text;
+  thread_local std::vector<PretokenSpan> spans;
+  const State& s = state_at(state);
+  const int32_t w = static_cast<int32_t>(s.text.size());
+  const int32_t previous = s.tokens.back();
+  text.assign(s.text);
+  text.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(length));
+  const int32_t n = static_cast<int32_t>(text.size());
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(text.data());
+  if (complete_length(text) != n) return -1;
+  int32_t open_start = 0;
+  if (!tok_->region(data, n, spans, open_start) || open_start != 0 || spans.size() != 1 || spans[0].added >= 0)
+    return -1;
+  int32_t last = n - 1;
+  while (last > 0 && (data[last] & 0xC0) == 0x80) --last;
+  int32_t space = 0;
+  const bool cut_before = tok_->is_space_char(data, n, last, space) && n - space == w;
+  const bool junction = bigram(previous, token);
+  const bool pairs = pairs_pass(state);
+  if (!pairs || !(cut_before || junction)) return 0;  // advance() fails: the step is dead
+  const int32_t next = move(position, token);
+  if (next < 0) return 0;
+  if (!junction || tok_->whole_piece(data, n)) return -1;  // (T's encoding is not its tokens)
+  if (positions_[static_cast<size_t>(next)].mask->accepting) return 1;  // complete(after)
+  const Position& at = next_chars(next);
+  auto closes_after = [&](const uint8_t* c, int32_t c_length) {
+    const int32_t size = static_cast<int32_t>(text.size());
+    text.append(reinterpret_cast<const char*>(c), static_cast<size_t>(c_length));
+    int32_t open = 0;
+    const bool out = tok_->region(reinterpret_cast<const uint8_t*>(text.data()), size + c_length, spans, open) &&
+                     open == n && spans.size() >= 2 && spans[0].start == 0 && spans[0].end == n &&
+                     spans[0].added < 0;
+    text.resize(static_cast<size_t>(n));
+    return out;
+  };
+  for (uint64_t keys = at.first_keys; keys; keys &= keys - 1) {
+    const uint8_t c = tok_->key_rep(__builtin_ctzll(keys));
+    if (closes_after(&c, 1)) return 1;
+  }
+  for (const std::string& ch : at.chars) {
+    if (closes_after(reinterpret_cast<const uint8_t*>(ch.data()), static_cast<int32_t>(ch.size()))) return 1;
+  }
+  return -1;
+}
+
 bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack,
                              bool& looped, int32_t depth, bool& cut) {
   if (state < kSolo && states_[static_cast<size_t>(state)].text.empty()) return true;
@@ -384,7 +457,9 @@ std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(int32_t 
   const int32_t limit = tok_->num_tokens();
   mask->for_each_token([&](int32_t t) {
     if (static_cast<size_t>(t >> 5) >= words || t >= limit || tok_->is_eos(t)) return;
-    if (live_after(position, state, t, budget)) row->bits[static_cast<size_t>(t >> 5)] |= 1u << (t & 31);
+    int32_t live = live_in_pretoken(position, state, t);
+    if (live < 0) live = live_after(position, state, t, budget) ? 1 : 0;
+    if (live) row->bits[static_cast<size_t>(t >> 5)] |= 1u << (t & 31);
   });
   row_words_ += static_cast<int64_t>(words);
   rows_.emplace(key, row);

@@ -183,3 +183,48 @@ def test_trace_bigram_equals_the_merge_bigram(name):
     agree = [native.bigram_traces(a, b) == native.bigram(a, b) for a, b in pairs]
     assert all(agree), [p for p, ok in zip(pairs, agree) if not ok][:5]
     assert any(native.bigram(a, b) for a, b in pairs) and not all(native.bigram(a, b) for a, b in pairs)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_pairs_decide_the_encoding_of_one_pretoken(name):
+    """The rule the native filter's in-pretoken shortcut relies on (docs/tokenization.md, "One
+    pretoken: pairs decide"): for tokens whose bytes form one pretoken, the pretoken's encoding
+    is exactly those tokens iff every adjacent pair passes the bigram test and (ignore_merges)
+    the bytes are not a piece themselves. Brute force (the encoder) against the rule on random
+    sequences of 2-4 tokens and on splits of tokens and of two-token words into 2-4 tokens
+    (where the merges rebuild something else), keeping the one-pretoken texts."""
+    vocab = TOKENIZERS[name]().vocab
+    model = vocab.exact_tokenizer()
+    native = native_tokenizer(vocab, region_family(model))
+    tb = vocab.token_bytes
+    index = {b: i for i, b in enumerate(tb) if b}
+    ids = [i for i, b in enumerate(tb) if b]
+    short = [i for i in ids if len(tb[i]) <= 3]
+    rng = random.Random(f"pairs{name}")
+
+    def split(text: bytes) -> list[int] | None:  # a random cut of text into 2-4 tokens
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 3))))
+        parts = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+        return [index[p] for p in parts] if all(p in index for p in parts) else None
+
+    seqs: list[list[int]] = []
+    while len(seqs) < 6000:
+        pool = short if rng.random() < 0.5 else ids
+        seqs.append([rng.choice(pool) for _ in range(rng.randint(2, 4))])
+    for _ in range(20000):
+        text = tb[rng.choice(ids)] + (tb[rng.choice(short)] if rng.random() < 0.5 else b"")
+        seq = split(text) if len(text) > 1 else None
+        if seq:
+            seqs.append(seq)
+    checked = canonical = 0
+    for seq in seqs:
+        text = b"".join(tb[t] for t in seq)
+        region = native.region(text)
+        if region is None or len(region[0]) != 1:
+            continue
+        rule = all(native.bigram(a, b) for a, b in zip(seq, seq[1:])) and not (model.ignore_merges and text in index)
+        exact = native.encode(text) == seq
+        assert rule == exact, (seq, text)
+        checked += 1
+        canonical += exact
+    assert checked > 5000 and 0 < canonical < checked

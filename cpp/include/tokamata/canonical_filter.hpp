@@ -112,6 +112,11 @@ class CanonicalTokenizer {
   int32_t char_key(uint8_t b) const { return char_key_[b & 0x7F]; }
   uint8_t key_rep(int32_t k) const { return key_rep_[static_cast<size_t>(k)]; }
   bool has_added() const { return !added_texts_.empty(); }
+  // With ignore_merges, a pretoken whose bytes are a piece encodes to that one piece (the
+  // merges are not run): true when that rule applies to these bytes.
+  bool whole_piece(const uint8_t* data, int32_t n) const {
+    return ignore_merges_ && piece_id_.count(std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(n))) != 0;
+  }
 
   // Facts of the single-token state (the bytes of t, [t]) of a token with bytes, computed once
   // per token on first use (thread-safe, shared by every filter over this tokenizer); they
@@ -194,6 +199,7 @@ class CanonicalFilter {
     // it (complete UTF-8, not ending in an apostrophe: a contraction 're, 've, 'll would
     // look two characters past it; an added text that could span it keeps it open)
     bool boundary_stable = false;
+    int8_t pairs = -1;  // every adjacent pair of `tokens` passes the bigram test (-1: not known yet)
   };
   struct PositionHash {
     size_t operator()(const std::vector<Configuration>& p) const;
@@ -233,6 +239,14 @@ class CanonicalFilter {
   int32_t move(int32_t position, int32_t token);  // the engine's position after token, or -1
   const Position& next_chars(int32_t position);
   bool live_after(int32_t position, int32_t state, int32_t token, int64_t& budget);
+  // live_after() without stepping or interning, for a token that continues the open
+  // pretoken: 1 live, 0 dead, -1 when its shortcut does not apply (then live_after decides).
+  // It applies when the open text plus the token is one undecided pretoken and the rules for
+  // one pretoken are local (docs/tokenization.md, "One pretoken: pairs decide"): the step is
+  // the bigram test of the new pair (plus the pairs already open), and the text's encoding is
+  // its tokens iff every pair passes and (ignore_merges) the text is not a piece itself.
+  int32_t live_in_pretoken(int32_t position, int32_t state, int32_t token);
+  bool pairs_pass(int32_t state);  // State::pairs, computed once
   bool viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack, bool& looped,
               int32_t depth, bool& cut);
   std::shared_ptr<const Row> row_locked(int32_t position, int32_t state);
