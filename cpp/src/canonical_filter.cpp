@@ -251,7 +251,7 @@ int32_t CanonicalFilter::position_id(const std::vector<Configuration>& position)
   auto it = position_ids_.find(position);
   if (it != position_ids_.end()) return it->second;
   const int32_t id = static_cast<int32_t>(positions_.size());
-  positions_.push_back({position, constraint_->mask(position.data(), position.size()), 0, {}, false});
+  positions_.push_back({position, nullptr, 0, {}, false});
   position_ids_.emplace(position, id);
   return id;
 }
@@ -268,12 +268,44 @@ int32_t CanonicalFilter::move(int32_t position, int32_t token) {
   return out;
 }
 
+const MaskPtr& CanonicalFilter::mask_of(int32_t position) {
+  Position& p = positions_[static_cast<size_t>(position)];
+  if (!p.mask) p.mask = constraint_->mask(p.configurations.data(), p.configurations.size());
+  return p.mask;
+}
+
+bool CanonicalFilter::accepting_at(int32_t position) {
+  Position& p = positions_[static_cast<size_t>(position)];
+  if (p.accepting < 0) {
+    p.accepting = (p.mask ? p.mask->accepting : constraint_->accepting(p.configurations.data(), p.configurations.size()))
+                      ? 1 : 0;
+  }
+  return p.accepting > 0;
+}
+
+uint64_t CanonicalFilter::byte_keys(int32_t position) {
+  Position& p = positions_[static_cast<size_t>(position)];
+  if (!p.byte_keys_known) {
+    uint64_t bytes[4];
+    constraint_->next_bytes(p.configurations.data(), p.configurations.size(), bytes);
+    uint64_t keys = 0;
+    for (int32_t w = 0; w < 2; ++w) {
+      for (uint64_t bits = bytes[w] & tok_->byte_tokens(w); bits; bits &= bits - 1)
+        keys |= uint64_t{1} << tok_->char_key(static_cast<uint8_t>(w * 64 + __builtin_ctzll(bits)));
+    }
+    p.byte_keys = keys;
+    p.byte_keys_known = true;
+  }
+  return p.byte_keys;
+}
+
 const CanonicalFilter::Position& CanonicalFilter::next_chars(int32_t position) {
   Position& p = positions_[static_cast<size_t>(position)];
   if (p.chars_known) return p;
   std::vector<std::string> chars;
   uint64_t keys = 0;
-  const TokenRow& mask = *p.mask;
+  const MaskPtr held = mask_of(position);
+  const TokenRow& mask = *held;
   const int32_t limit = std::min<int32_t>(tok_->num_tokens(), static_cast<int32_t>(mask.num_words()) * 32);
   mask.for_each_token([&](int32_t t) {
     if (t >= limit || tok_->is_eos(t) || !tok_->has_bytes(t)) return;
@@ -361,8 +393,7 @@ int32_t CanonicalFilter::live_in_pretoken(int32_t position, int32_t state, int32
   const int32_t next = move(position, token);
   if (next < 0) return 0;
   if (!junction || tok_->whole_piece(data, n)) return -1;  // (T's encoding is not its tokens)
-  if (positions_[static_cast<size_t>(next)].mask->accepting) return 1;  // complete(after)
-  const Position& at = next_chars(next);
+  if (accepting_at(next)) return 1;  // complete(after)
   auto closes_after = [&](const uint8_t* c, int32_t c_length) {
     const int32_t size = static_cast<int32_t>(text.size());
     text.append(reinterpret_cast<const char*>(c), static_cast<size_t>(c_length));
@@ -373,11 +404,18 @@ int32_t CanonicalFilter::live_in_pretoken(int32_t position, int32_t state, int32
     text.resize(static_cast<size_t>(n));
     return out;
   };
-  for (uint64_t keys = at.first_keys; keys; keys &= keys - 1) {
-    const uint8_t c = tok_->key_rep(__builtin_ctzll(keys));
-    if (closes_after(&c, 1)) return 1;
+  // (the ASCII bytes the engine allows next, then the first characters of its mask's tokens:
+  // the mask is computed only when no allowed byte closes)
+  uint64_t tried = 0;
+  for (int32_t round = 0; round < 2; ++round) {
+    const uint64_t keys = (round == 0 ? byte_keys(next) : next_chars(next).first_keys) & ~tried;
+    tried |= keys;
+    for (uint64_t k = keys; k; k &= k - 1) {
+      const uint8_t c = tok_->key_rep(__builtin_ctzll(k));
+      if (closes_after(&c, 1)) return 1;
+    }
   }
-  for (const std::string& ch : at.chars) {
+  for (const std::string& ch : next_chars(next).chars) {
     if (closes_after(reinterpret_cast<const uint8_t*>(ch.data()), static_cast<int32_t>(ch.size()))) return 1;
   }
   return -1;
@@ -386,7 +424,7 @@ int32_t CanonicalFilter::live_in_pretoken(int32_t position, int32_t state, int32
 bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack,
                              bool& looped, int32_t depth, bool& cut) {
   if (state < kSolo && states_[static_cast<size_t>(state)].text.empty()) return true;
-  if (positions_[static_cast<size_t>(position)].mask->accepting && complete_locked(state)) return true;
+  if (accepting_at(position) && complete_locked(state)) return true;
   const uint64_t key = pair_key(position, state);
   auto found = viable_.find(key);
   if (found != viable_.end()) return found->second;
@@ -399,6 +437,10 @@ bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, s
   auto remember = [&](bool value) {
     if (viable_.size() < kCachedEntries) viable_.emplace(key, value);
   };
+  if (closes_any(state, byte_keys(position))) {  // (a subset of first_keys, known without the mask)
+    remember(true);
+    return true;
+  }
   const Position& at = next_chars(position);
   if (closes_any(state, at.first_keys)) {  // (by key: the same answer as closes() per character)
     remember(true);
@@ -419,7 +461,7 @@ bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, s
   bool below_cut = false;
   stack.insert(key);
   bool live = false;
-  const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
+  const MaskPtr mask = mask_of(position);
   const int32_t limit = tok_->num_tokens();
   live = mask->any_token([&](int32_t t) {
     if (t >= limit || tok_->is_eos(t)) return false;
@@ -444,7 +486,7 @@ std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(int32_t 
   const uint64_t key = pair_key(position, state);
   auto it = rows_.find(key);
   if (it != rows_.end()) return it->second;
-  const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
+  const MaskPtr mask = mask_of(position);
   auto row = std::make_shared<Row>();
   const size_t words = static_cast<size_t>(constraint_->num_words());
   row->bits.assign(words, 0);
@@ -531,7 +573,7 @@ int32_t CanonicalFilter::accept(MatcherCore& m, int32_t state, int32_t token) {
                     ((it->second->bits[static_cast<size_t>(token >> 5)] >> (token & 31)) & 1u);
     return on ? step(state, token) : -1;
   }
-  const MaskPtr mask = positions_[static_cast<size_t>(position)].mask;
+  const MaskPtr mask = mask_of(position);
   if (!mask->test(token)) return -1;
   int64_t budget = max_search_;
   if (!live_after(position, state, token, budget)) return -1;

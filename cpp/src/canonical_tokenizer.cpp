@@ -77,6 +77,10 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
                                        std::vector<int32_t> eos)
     : family_(family), ignore_merges_(ignore_merges), token_bytes_(std::move(token_bytes)),
       token_offsets_(std::move(token_offsets)), has_bytes_(std::move(has_bytes)), eos_(eos.begin(), eos.end()) {
+  for (int32_t t = 0; t < num_tokens(); ++t) {
+    if (length_of(t) == 1 && has_bytes_[t] && bytes_of(t)[0] < 0x80 && !is_eos(t))
+      byte_tokens_[bytes_of(t)[0] >> 6] |= uint64_t{1} << (bytes_of(t)[0] & 63);
+  }
   if (family < kFamilyGpt2 || family > kFamilyQwen2) throw std::invalid_argument("unknown pretokenizer family");
   piece_id_.reserve(static_cast<size_t>(num_pieces));
   for (int64_t i = 0; i < num_pieces; ++i) {

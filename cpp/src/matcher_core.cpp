@@ -431,6 +431,19 @@ bool ConstraintCore::special_allowed(const Configuration* position, size_t size)
 }
 
 int32_t ConstraintCore::next_byte(const Configuration* position, size_t size) {
+  uint64_t bytes[4];
+  next_bytes(position, size, bytes);
+  int32_t found = kNoByte;
+  for (int32_t w = 0; w < 4; ++w) {
+    if (!bytes[w]) continue;
+    if (found != kNoByte || (bytes[w] & (bytes[w] - 1))) return kSeveralBytes;
+    found = w * 64 + __builtin_ctzll(bytes[w]);
+  }
+  return found;
+}
+
+void ConstraintCore::next_bytes(const Configuration* position, size_t size, uint64_t out[4]) {
+  out[0] = out[1] = out[2] = out[3] = 0;
   std::lock_guard<std::mutex> compute(lexer_->compute_mutex());
   LazyDfa& dfa = lexer_->dfa();
   // the lexer states the next byte is read in: each configuration's, and after a boundary
@@ -450,15 +463,16 @@ int32_t ConstraintCore::next_byte(const Configuration* position, size_t size) {
   }
   std::sort(states.begin(), states.end());
   states.erase(std::unique(states.begin(), states.end()), states.end());
-  int32_t found = kNoByte;
+  std::vector<uint8_t> live(class_size_.size(), 0);
   for (int32_t s : states) {
-    for (int32_t cls = 0; cls < static_cast<int32_t>(class_size_.size()); ++cls) {  // ascending bytes
-      if (dfa.step_class(s, cls) == kDead) continue;
-      if (class_size_[cls] > 1 || (found != kNoByte && found != class_byte_[cls])) return kSeveralBytes;
-      found = class_byte_[cls];
+    for (size_t cls = 0; cls < live.size(); ++cls) {
+      if (!live[cls] && dfa.step_class(s, static_cast<int32_t>(cls)) != kDead) live[cls] = 1;
     }
   }
-  return found;
+  const uint8_t* class_map = dfa.class_map();
+  for (int32_t b = 0; b < 256; ++b) {
+    if (live[class_map[b]]) out[b >> 6] |= uint64_t{1} << (b & 63);
+  }
 }
 
 void ConstraintCore::forced_bytes(const Configuration* position, size_t size, int64_t max_bytes,

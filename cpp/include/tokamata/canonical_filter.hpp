@@ -112,6 +112,8 @@ class CanonicalTokenizer {
   int32_t char_key(uint8_t b) const { return char_key_[b & 0x7F]; }
   uint8_t key_rep(int32_t k) const { return key_rep_[static_cast<size_t>(k)]; }
   bool has_added() const { return !added_texts_.empty(); }
+  // the ASCII bytes that are single-byte tokens (not EOS), as bits of two words
+  uint64_t byte_tokens(int32_t word) const { return byte_tokens_[word & 1]; }
   // With ignore_merges, a pretoken whose bytes are a piece encodes to that one piece (the
   // merges are not run): true when that rule applies to these bytes.
   bool whole_piece(const uint8_t* data, int32_t n) const {
@@ -172,6 +174,7 @@ class CanonicalTokenizer {
   std::unordered_set<int32_t> eos_;
   int32_t char_key_[128];
   std::vector<uint8_t> key_rep_;
+  uint64_t byte_tokens_[2] = {0, 0};
   std::unique_ptr<std::atomic<const Trace*>[]> traces_;  // per token, null until computed
   std::unique_ptr<std::atomic<uint64_t>[]> solo_;  // per token: solo facts (kSolo* bits), keys known, keys closing
 };
@@ -207,13 +210,18 @@ class CanonicalFilter {
   struct Row {
     std::vector<uint32_t> bits;
   };
-  // an engine position met by the filter, interned: its mask and first characters
+  // an engine position met by the filter, interned: its mask (computed when first read:
+  // mask_of) and first characters; accepting and the keys of its next ASCII bytes come from
+  // the engine without the mask (a position met one token away is often never a row's)
   struct Position {
     std::vector<Configuration> configurations;
     MaskPtr mask;
     uint64_t first_keys = 0;         // the keys of its tokens' ASCII first characters
     std::vector<std::string> chars;  // the distinct whole non-ASCII first characters of its tokens
     bool chars_known = false;
+    int8_t accepting = -1;           // (-1: not known yet)
+    bool byte_keys_known = false;
+    uint64_t byte_keys = 0;  // keys of the ASCII bytes that can come next: a subset of first_keys
   };
   static uint64_t pair_key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -238,6 +246,11 @@ class CanonicalFilter {
   int32_t position_id(const std::vector<Configuration>& position);
   int32_t move(int32_t position, int32_t token);  // the engine's position after token, or -1
   const Position& next_chars(int32_t position);
+  const MaskPtr& mask_of(int32_t position);
+  bool accepting_at(int32_t position);
+  // keys of the ASCII bytes the engine allows next that are tokens themselves: each such byte's
+  // token is allowed (every position is live), so these are keys of first_keys too
+  uint64_t byte_keys(int32_t position);
   bool live_after(int32_t position, int32_t state, int32_t token, int64_t& budget);
   // live_after() without stepping or interning, for a token that continues the open
   // pretoken: 1 live, 0 dead, -1 when its shortcut does not apply (then live_after decides).

@@ -172,6 +172,9 @@ class ConstraintCore {
   // The one byte the output can continue with, kNoByte or kSeveralBytes (special tokens and
   // the end of the output not counted). Without the GIL.
   int32_t next_byte(const Configuration* position, size_t size);
+  // Every byte the output can continue with (bit b of out[b >> 6]): next_byte's set. Without
+  // the GIL.
+  void next_bytes(const Configuration* position, size_t size, uint64_t out[4]);
   // Appends to `out` the bytes every continuation from the position begins with, up to
   // `max_bytes` of them. Without the GIL.
   void forced_bytes(const Configuration* position, size_t size, int64_t max_bytes, std::vector<uint8_t>& out);
