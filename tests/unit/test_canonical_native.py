@@ -14,11 +14,12 @@ oracle, on real tokenizers (GPT-2, Llama 3, Qwen 2).
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 import real_tokenizers as real
-from canonical_checks import compile_canonical
+from canonical_checks import check_masks_along_trie, compile_canonical
 import tokamata
 from tokamata import _core
 from tokamata.canonical_core import CanonicalCore
@@ -73,6 +74,9 @@ CASES = [
                      "required": ["n", "b", "c"], "additionalProperties": False}),
     ("grammar", 'start: expr\nexpr: NUMBER | expr OP expr | "(" expr ")"\nOP: " + " | " * " | "-"\n'
                 'NUMBER: /[0-9]{1,6}/'),
+    # words that grow token by token (the in-pretoken shortcut), apostrophes before r and e
+    # (GPT-2's 're), whitespace runs
+    ("regex", r"[a-er' ]{0,10}[.!]"),
 ]
 
 
@@ -228,3 +232,42 @@ def test_pairs_decide_the_encoding_of_one_pretoken(name):
         checked += 1
         canonical += exact
     assert checked > 5000 and 0 < canonical < checked
+
+
+def test_a_word_that_is_a_whole_piece_is_not_closed_in_pieces():
+    """Llama 3 (ignore_merges): a pretoken that is a piece encodes to that piece even where
+    its pieces pass every bigram test (`" việc"` is never `[" vi", "ệ", "c"]`). Finite
+    languages {word + ".", its first two pieces + "q."}: at the node after those two pieces
+    the mask is exactly the encodings' next tokens (the in-pretoken shortcut must not close
+    the word in three pieces)."""
+    tokenizer = real.llama3()
+    vocab = tokenizer.vocab
+    native = native_tokenizer(vocab, region_family(vocab.exact_tokenizer()))
+    tb = vocab.token_bytes
+    index = {b: i for i, b in enumerate(tb) if b}
+    cases = []
+    for word in (" việc", " hợp", " điều", " jeho", "ektedir"):
+        w = word.encode()
+        assert w in index and tokenizer.encode(word) == [index[w]]
+        splits = [(w[:i], w[i:j], w[j:]) for i in range(1, len(w) - 1) for j in range(i + 1, len(w))]
+        for x, y, z in splits:
+            if not all(s in index for s in (x, y, z)):
+                continue
+            if native.bigram(index[x], index[y]) and native.bigram(index[y], index[z]):
+                prefix = (x + y).decode()  # (the tests' words split on characters)
+                if tokenizer.encode(prefix + "q.")[:2] == [index[x], index[y]]:
+                    cases.append((word, prefix, index[z]))
+                    break
+    assert len(cases) >= 3, cases
+    for word, prefix, last in cases:
+        strings = [word + ".", prefix + "q."]
+        constraint = compile_canonical("regex", "|".join(re.escape(s) for s in strings), vocab)
+        trie: dict[tuple[int, ...], set[int]] = {}
+        for s in strings:
+            ids = tuple(tokenizer.encode(s))
+            for k in range(len(ids)):
+                trie.setdefault(ids[:k], set()).add(ids[k])
+            trie.setdefault(ids, set()).add(-1)
+        check_masks_along_trie(constraint.matcher(), trie, vocab, word)
+        node = tuple(tokenizer.encode(prefix + "q."))[:2]
+        assert last not in trie[node]

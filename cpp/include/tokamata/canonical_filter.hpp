@@ -18,7 +18,11 @@
 //   from the tokenizer's per-token facts (computed once per process). step(state, token)
 //   re-cuts the open text and checks what became decided, except where the token's first
 //   character closes the state (a boundary that stays decided: then the step is the step from
-//   nothing open); rows of allowed tokens are cached per (engine position, state);
+//   nothing open); rows of allowed tokens are cached per (engine position, state); in a row,
+//   a token that continues the open pretoken is decided without a step when the open text
+//   plus it is one pretoken (live_in_pretoken: the pair rule of docs/tokenization.md, "One
+//   pretoken: pairs decide"); positions one token away get their engine mask only when it is
+//   read (accepting and the ASCII bytes allowed next come from the engine without it);
 //   liveness is the Python filter's: accept + complete, a next character that decides the
 //   open region, or a search over next tokens (iterative deepening: depth 1, 2, 4 ... until
 //   a way out or a complete search; the same answer as the Python filter's depth-first
