@@ -56,6 +56,17 @@ def check_walks_are_encodings(constraint, tokenizer, seed: int, walks: int) -> N
         assert tokenizer.encode(text) == walk, text
 
 
+def encoding_trie(tokenizer, strings: list[str]) -> dict[tuple[int, ...], set[int]]:
+    """node (a prefix of some encoding) -> its next tokens, with -1 for "an encoding ends"."""
+    trie: dict[tuple[int, ...], set[int]] = {}
+    for s in strings:
+        ids = tuple(tokenizer.encode(s))
+        for k in range(len(ids)):
+            trie.setdefault(ids[:k], set()).add(ids[k])
+        trie.setdefault(ids, set()).add(-1)
+    return trie
+
+
 def check_masks_along_trie(matcher, trie, vocab, what) -> list[tuple[int, ...]]:
     """Walk every node of ``trie`` (token prefix -> next tokens, -1 for the end: the encodings
     of a finite language) from ``matcher``'s start: the allowed tokens are exactly the node's

@@ -17,8 +17,8 @@ import pytest
 
 import real_tokenizers as real
 import tokamata
-from canonical_checks import check_masks_along_trie
-from test_canonical_masks import encoding_trie, enumerate_regex
+from canonical_checks import check_masks_along_trie, encoding_trie
+from test_canonical_masks import enumerate_regex
 from test_canonical_sentencepiece import mistral
 
 TOKENIZERS = {"gpt2": real.gpt2, "llama3": real.llama3, "gemma3": real.gemma3, "mistral": mistral}

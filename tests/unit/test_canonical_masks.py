@@ -18,7 +18,7 @@ import pytest
 
 import real_tokenizers as real
 from canonical_checks import (check_encodings_accepted, check_masks_along_trie, check_walks_are_encodings,
-                              compile_canonical)
+                              compile_canonical, encoding_trie)
 import tokamata
 from tokamata import InvalidArgument, Unsupported
 
@@ -97,17 +97,6 @@ FINITE = [
     r"(over|overall|overwhelm)(ing)?",
     r"('re|'ll|'ve|'rx|'l|x'll)( it)?",
 ]
-
-
-def encoding_trie(tokenizer, strings: list[str]) -> dict[tuple[int, ...], set[int]]:
-    """node (a prefix of some encoding) -> its next tokens, with -1 for "an encoding ends"."""
-    trie: dict[tuple[int, ...], set[int]] = {}
-    for s in strings:
-        ids = tuple(tokenizer.encode(s))
-        for k in range(len(ids)):
-            trie.setdefault(ids[:k], set()).add(ids[k])
-        trie.setdefault(ids, set()).add(-1)
-    return trie
 
 
 def check_finite(tokenizer, pattern: str) -> int:

@@ -19,7 +19,7 @@ import re
 import pytest
 
 import real_tokenizers as real
-from canonical_checks import check_masks_along_trie, compile_canonical
+from canonical_checks import check_masks_along_trie, compile_canonical, encoding_trie
 import tokamata
 from tokamata import _core
 from tokamata.canonical_core import CanonicalCore
@@ -262,12 +262,7 @@ def test_a_word_that_is_a_whole_piece_is_not_closed_in_pieces():
     for word, prefix, last in cases:
         strings = [word + ".", prefix + "q."]
         constraint = compile_canonical("regex", "|".join(re.escape(s) for s in strings), vocab)
-        trie: dict[tuple[int, ...], set[int]] = {}
-        for s in strings:
-            ids = tuple(tokenizer.encode(s))
-            for k in range(len(ids)):
-                trie.setdefault(ids[:k], set()).add(ids[k])
-            trie.setdefault(ids, set()).add(-1)
+        trie = encoding_trie(tokenizer, strings)
         check_masks_along_trie(constraint.matcher(), trie, vocab, word)
         node = tuple(tokenizer.encode(prefix + "q."))[:2]
         assert last not in trie[node]
