@@ -171,7 +171,7 @@ void ConstraintCore::explore_regular(const std::vector<Configuration>& start, in
 void ConstraintCore::witness(const std::vector<Configuration>& start, int64_t max_states) {
   if (witness_byte_.empty()) {  // per class: a byte with a one-byte token, printable first
     const TokenTrie& trie = lexer_->trie();
-    witness_byte_.assign(class_size_.size(), -1);
+    witness_byte_.assign(static_cast<size_t>(lexer_->dfa().num_classes()), -1);
     const uint8_t* class_map = lexer_->dfa().class_map();
     auto single = [&](int b) {
       const uint8_t byte = static_cast<uint8_t>(b);

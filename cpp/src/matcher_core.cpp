@@ -68,12 +68,6 @@ ConstraintCore::ConstraintCore(std::shared_ptr<RegexCore> lexer, std::shared_ptr
   }
   if (!grammar_ && !token_sets_.empty()) throw std::invalid_argument("a regular constraint has no token-set terminals");
   if (grammar_ && accepts_empty_) throw std::invalid_argument("accepts_empty is for regular constraints");
-  const uint8_t* class_map = lexer_->dfa().class_map();
-  class_size_.assign(static_cast<size_t>(lexer_->dfa().num_classes()), 0);
-  class_byte_.assign(class_size_.size(), -1);
-  for (int32_t b = 0; b < 256; ++b) {
-    if (class_size_[class_map[b]]++ == 0) class_byte_[class_map[b]] = b;
-  }
   if (grammar_) sweep_at_ = std::min<int64_t>(kSweepFloor, std::max<int64_t>(grammar_->parser().max_sets() / 2, 1));
 }
 
@@ -463,7 +457,7 @@ void ConstraintCore::next_bytes(const Configuration* position, size_t size, uint
   }
   std::sort(states.begin(), states.end());
   states.erase(std::unique(states.begin(), states.end()), states.end());
-  std::vector<uint8_t> live(class_size_.size(), 0);
+  std::vector<uint8_t> live(static_cast<size_t>(dfa.num_classes()), 0);
   for (int32_t s : states) {
     for (size_t cls = 0; cls < live.size(); ++cls) {
       if (!live[cls] && dfa.step_class(s, static_cast<int32_t>(cls)) != kDead) live[cls] = 1;

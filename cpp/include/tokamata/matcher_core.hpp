@@ -293,8 +293,6 @@ class ConstraintCore {
   // constraint's 512 cached masks held 27 to 232 distinct ones); entries of masks no cache
   // or matcher holds any more expire and are purged as the table grows
   DistinctRows distinct_masks_;
-  // the lexer's byte classes: bytes in each, and the first one
-  std::vector<int32_t> class_size_, class_byte_;
   // token budgets: bounds per position (evicted only by a sweep: positions are bounded by the
   // lexer's and the parser's limits), profiles per position (first in first out), and per lexer
   // class the byte witnesses use (a single-byte token where one exists)

@@ -192,8 +192,8 @@ class WorkerPool {
   size_t count_ = 0;
   std::exception_ptr error_;
   std::atomic<int> wanted_{0};
-  alignas(64) std::atomic<uint64_t> claims_{0};     // written once per item
-  alignas(64) std::atomic<size_t> completed_{0};   // written once per item
+  alignas(64) std::atomic<uint64_t> claims_{0};     // written once per claimed chunk
+  alignas(64) std::atomic<size_t> completed_{0};   // written once per finished chunk
 };
 
 }  // namespace tokamata

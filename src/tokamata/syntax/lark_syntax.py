@@ -85,9 +85,9 @@ _STRING_BODY = re.compile(r'(?:\\["\\]|[^"\n\\]|\\(?!["\\]))*"')
 #: TERMINAL, as _scan does), a string literal that closes on its line (its i flag taken, as
 #: _string does) or one-character punctuation; no match: _scan's branches. The spaces are
 #: _SPACE's, taken whole (a lookahead is atomic: no token is ever found inside a comment)
-_FAST = re.compile(r"(?=(?P<space>(?:[ \t\f\r]|\\[ \t]*\r?\n|//[^\n]*|#[^\n]*)*))(?P=space)(?:(?P<RULE>_?[a-z][_a-z0-9]*)|"
-                   r"(?P<TERMINAL>_?[A-Z][_A-Z0-9]*)|"
-                   r'(?P<STRING>"(?:\\["\\]|[^"\n\\]|\\(?!["\\]))*"i?)|(?P<PUNCT>[()\[\]{}:,~+*|]))')
+_FAST = re.compile(f"(?=(?P<space>{_SPACE.pattern}))(?P=space)(?:(?P<RULE>_?[a-z][_a-z0-9]*)|"
+                   f"(?P<TERMINAL>{_TERMINAL.pattern})|"
+                   f'(?P<STRING>"{_STRING_BODY.pattern}i?)|(?P<PUNCT>[()\\[\\]{{}}:,~+*|]))')
 _PUNCT_KINDS = dict(_PUNCT, **{"|": "OR"})
 
 
