@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
@@ -328,5 +329,5 @@ def _special_tokens(grammar: Grammar, vocab_size: int) -> tuple[np.ndarray, np.n
                                           f"[0, {vocab_size})")
             tokens.extend(terminal.token_ids)
         offsets.append(len(tokens))
-    return np.asarray(offsets, dtype=np.int32), np.asarray(tokens, dtype=np.int32)
+    return np.frombuffer(array("i", offsets), dtype=np.int32), np.frombuffer(array("i", tokens), dtype=np.int32)
 

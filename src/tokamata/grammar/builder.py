@@ -83,6 +83,7 @@ class GrammarBuilder:
                              "(with a lexer it would change how text is split into lexemes)")
         self.source = source
         self.limits = limits
+        self._max_symbols = limits.max_grammar_symbols  # (read per rule)
         self.character_level = character_level
         self.inlining = inlining
         self.drop_unproductive = drop_unproductive
@@ -157,8 +158,8 @@ class GrammarBuilder:
     def add_rule(self, lhs: int, rhs: Sequence[int], origin: Origin | None = None) -> None:
         """Add ``lhs -> rhs`` (``lhs`` a nonterminal symbol)."""
         size = self._size + len(rhs) + 1
-        if size > self.limits.max_grammar_symbols:
-            raise LimitExceeded("max_grammar_symbols", size, self.limits.max_grammar_symbols)
+        if size > self._max_symbols:
+            raise LimitExceeded("max_grammar_symbols", size, self._max_symbols)
         self._size = size
         self._rules.append(Rule(-lhs - 1, tuple(rhs), origin))
         if not len(self._rules) & 1023:

@@ -18,6 +18,7 @@ Invariants (checked by :func:`check_grammar`, which every front end calls last):
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -170,7 +171,8 @@ def _flat_rules(rules, num_nonterminals: int, num_terminals: int) -> "_core.Gram
         rhs.extend(rule.rhs)
         offsets.append(len(rhs))
     try:
-        arrays = [np.array(values, dtype=np.int32) for values in (lhs, offsets, rhs)]
+        # (array("i") converts a list of ints several times faster than np.array does)
+        arrays = [np.frombuffer(array("i", values), dtype=np.int32) for values in (lhs, offsets, rhs)]
     except OverflowError:
         raise ValueError("a symbol is out of the 32-bit range") from None
     return _core.GrammarRules(arrays[0], arrays[1], arrays[2], num_nonterminals, num_terminals)

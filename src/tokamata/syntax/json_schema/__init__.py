@@ -68,7 +68,7 @@ from ...errors import InvalidArgument, LimitExceeded, SchemaError
 from ...grammar.ir import Grammar
 from ...limits import DEFAULT_LIMITS, Limits
 from ..json_spelling import NATURAL_REPORT
-from .bounds import check_document
+from .bounds import check_document, text_within_bounds
 from .emit import Emitter
 from .expand import Expander
 from .refs import Document, draft_number
@@ -142,7 +142,8 @@ def _schema_to_grammar(schema: Any, limits: Limits, whitespace: str, spelling: s
                               span=(error.pos, min(error.pos + 1, len(error.doc)))) from None
         except ValueError as error:  # bytes that are not UTF-8, UTF-16 or UTF-32
             raise SchemaError(f"the schema is not valid JSON: {error}") from None
-    check_document(schema, limits)
+    if not text or not text_within_bounds(text, limits):  # (else: the walk is skipped)
+        check_document(schema, limits)
     for uri, document_value in (registry or {}).items():
         check_document(document_value, limits, f"{uri}#")
     report = Report()

@@ -18,6 +18,8 @@ Invariants:
   counted as written out (a container reused in several places counts each time), is
   ``LimitExceeded`` naming that field. So the recursive walks that follow are bounded in
   depth and the document's walks in length.
+- :func:`text_within_bounds` decides from a schema's JSON text alone, without parsing or
+  walking, that the parsed document passes :func:`check_document` (True only when it does).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ...deadline import check_deadline
 from ...errors import LimitExceeded, SchemaError
 from ...limits import Limits
 
-__all__ = ["check_document", "MAX_DEPTH"]
+__all__ = ["check_document", "text_within_bounds", "MAX_DEPTH"]
 
 #: the most nesting the recursive walks are given, whatever ``Limits.max_json_depth`` says:
 #: compiled (Cython) code does not check Python's recursion limit, and past this depth the
@@ -125,3 +127,19 @@ def check_document(document: Any, limits: Limits, prefix: str = "") -> None:
             parent[2] = max(parent[2], frame[2] + 1)
             parent[3] += frame[3]
             keys.pop()
+
+
+def text_within_bounds(text: str, limits: Limits) -> bool:
+    """Is ``json.loads(text)`` sure to pass :func:`check_document` (True: the walk can be
+    skipped)? Parsed text has no cycles, no shared containers, string keys only and no int
+    too long to write (``json.loads`` refuses one); each of its values starts at a character
+    of its own, so there are at most ``len(text)`` of them, and each nesting level opens with
+    a ``{`` or a ``[``, so the depth is at most their count. False says nothing.
+
+    >>> text_within_bounds('{"type": "object", "properties": {"a": {}}}', Limits())
+    True
+    >>> text_within_bounds("[" * 300 + "]" * 300, Limits())
+    False
+    """
+    return (len(text) <= limits.max_json_values
+            and text.count("{") + text.count("[") <= min(limits.max_json_depth, MAX_DEPTH))
