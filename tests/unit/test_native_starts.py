@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokamata
+from tokamata.automata import derivatives as d
 from tokamata.automata.dfa import DEAD
 from tokamata.grammar.lexer import Lexer
 
@@ -164,3 +165,13 @@ def test_a_walk_past_max_dfa_states_raises_limit_exceeded():
             assert error.limit == "max_dfa_states"
             failed_in_walk += 1
     assert failed_in_walk > 0
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRAINTS))
+def test_terminal_nodes_are_the_tagged_expressions(name):
+    # terminal_nodes() tags in the arena; importing the tagged Python expressions gives the same ids
+    c = constraint(name)
+    lexer = c.lexer
+    expected = [lexer.bridge.to_arena(d.NOTHING if t.expr is None else d.tagged(t.expr, i))
+                for i, t in enumerate(c.grammar.terminals)]
+    assert lexer.terminal_nodes().tolist() == expected

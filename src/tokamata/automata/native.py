@@ -89,6 +89,22 @@ class Bridge:
             _import(self, missing)
         return [node._native & 0xFFFFFFFF for node in nodes]
 
+    def tagged_many(self, nodes: "list[d.Expr | None]") -> list[int]:
+        """The arena ids of ``derivatives.tagged(nodes[i], i)`` (``NOTHING`` where ``nodes[i]``
+        is None), made in the arena without building the tagged Python expressions: the same
+        ids as importing those expressions (the arena hash-conses a tag as ``tagged`` does)."""
+        present = [node for node in nodes if node is not None]
+        ids = iter(self.to_arena_many(present))
+        records: list[int] = []
+        for index, node in enumerate(nodes):
+            if node is None:
+                records.append(d.Kind.NOTHING)
+            else:
+                records.extend((d.Kind.TAGGED, next(ids), index))
+        if not records:
+            return []
+        return list(self.arena.import_nodes(np.frombuffer(array("i", records), dtype=np.int32)))
+
 
 def _limbs(value: int, records: list[int]) -> None:
     """``value`` (a natural) as its number of base-10**9 limbs, then the limbs, low first."""
