@@ -15,7 +15,7 @@ from tokamata.grammar import builder as builder_module
 from tokamata.grammar.builder import GrammarBuilder
 from tokamata.grammar.dead_rules import drop_dead_rules, start_is_productive
 from tokamata.grammar.ebnf import Alt, Literal, Ref, Repeat, RuleDef, Seq
-from tokamata.grammar.ir import Grammar, Rule, Terminal
+from tokamata.grammar.ir import Grammar, Rule, Terminal, live_symbols
 from tokamata.syntax.gbnf import parse_gbnf
 from tokamata.syntax.json import json_grammar
 from tokamata.syntax.json_schema import schema_to_grammar
@@ -70,6 +70,35 @@ def test_dead_rules(case: DeadCase) -> None:
     live = drop_dead_rules(g, case.drop_unproductive)
     assert _shape(live) == case.expected
     assert live.nonterminals[live.start] == case.nonterminals[start]
+    _check_recorded_live_symbols(live)
+
+
+def _check_recorded_live_symbols(live: Grammar) -> None:
+    """Live symbols a pass recorded (set_live_symbols) equal those computed afresh."""
+    recorded = live.__dict__.get("_live_symbols")
+    if recorded is not None:
+        fresh = Grammar(live.terminals, live.nonterminals, live.rules, live.start, live.ignore, live.source)
+        assert live_symbols(fresh) == recorded
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": False, "b": {"type": "integer"}}},
+    {"anyOf": [{"type": "string"}, {"allOf": [{"type": "integer"}, {"type": "string"}]}]},
+    {"type": "array", "items": {"not": {}}, "maxItems": 3},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False},
+    {"$defs": {"n": {"type": "object", "properties": {"x": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"},
+])
+def test_live_symbols_recorded_by_dead_rules_are_exact(schema) -> None:
+    # the builder's dead-rule pass records "every symbol left is live" on what it returns
+    grammar, _ = schema_to_grammar(schema)
+    _check_recorded_live_symbols(grammar)
+    for case in DEAD_CASES:
+        terminals = tuple(Terminal(c, _byte(c)) for c in "abc")
+        start = 1 if case.name.startswith("renumbering") else 0
+        dropped = drop_dead_rules(Grammar(terminals, case.nonterminals,
+                                          tuple(Rule(lhs, rhs) for lhs, rhs in case.rules), start),
+                                  case.drop_unproductive)
+        _check_recorded_live_symbols(dropped)
 
 
 def test_dead_rules_keep_ignored_terminals_and_return_a_live_grammar_as_is() -> None:

@@ -16,6 +16,8 @@ Invariants:
 - Ignored terminals are kept (they are used between lexemes, not by rules); the start symbol
   keeps its name; nonterminals and terminals keep their relative order and names, so a
   grammar without dead rules comes back as the same object.
+- The grammar returned when something was dropped carries its live symbols (all of them:
+  see :func:`~.ir.set_live_symbols`), so the checks after this pass do not compute them again.
 - :func:`start_is_productive` tells the front end whether the language is empty before
   anything is dropped (the caller raises its own error: a schema that allows no value is a
   :class:`~tokamata.errors.SchemaError`, not a syntax error).
@@ -25,7 +27,7 @@ What it does not do: report errors (``check_grammar`` does), or merge anything.
 
 from __future__ import annotations
 
-from .ir import Grammar, Rule, Terminal, live_symbols
+from .ir import Grammar, Rule, Terminal, live_symbols, set_live_symbols
 
 __all__ = ["drop_dead_rules", "start_is_productive"]
 
@@ -98,6 +100,11 @@ def drop_dead_rules(grammar: Grammar, drop_unproductive: bool) -> Grammar:
             moved.append(Rule(nonterminal_map[rule.lhs],
                               tuple([terminal_map[s] if s >= 0 else -nonterminal_map[-s - 1] - 1 for s in rhs]),
                               rule.origin))
-    return Grammar(tuple(terminals), tuple(nonterminals), tuple(moved), nonterminal_map[grammar.start],
+    live = Grammar(tuple(terminals), tuple(nonterminals), tuple(moved), nonterminal_map[grammar.start],
                    tuple(terminal_map[i] for i in grammar.ignore), grammar.source)
+    # every nonterminal left is productive and reachable: each was reached through a rule whose
+    # symbols are all productive, and that rule (or another productive one) of it was kept
+    everything = b"\x01" * len(nonterminals)
+    set_live_symbols(live, everything, everything)
+    return live
 

@@ -29,7 +29,7 @@ from ..errors import InvalidSyntax, LimitExceeded
 from ..limits import Limits
 
 __all__ = ["Terminal", "Rule", "Grammar", "nonterminal", "is_terminal", "nonterminal_index", "check_grammar",
-           "rules_core", "live_symbols", "single_lexeme", "lexeme_grammar"]
+           "rules_core", "live_symbols", "set_live_symbols", "single_lexeme", "lexeme_grammar"]
 
 
 def nonterminal(index: int) -> int:
@@ -199,6 +199,12 @@ def live_symbols(grammar: Grammar) -> tuple[bytes, bytes]:
         found = (productive, core.reachable(grammar.start, productive))
         object.__setattr__(grammar, "_live_symbols", found)
     return found
+
+
+def set_live_symbols(grammar: Grammar, productive: bytes, reachable: bytes) -> None:
+    """Record what :func:`live_symbols` would compute for ``grammar``, for a pass that knows it
+    by construction (:func:`~.dead_rules.drop_dead_rules`: every symbol it keeps is live)."""
+    object.__setattr__(grammar, "_live_symbols", (productive, reachable))
 
 
 def check_grammar(grammar: Grammar, limits: Limits) -> Grammar:

@@ -271,14 +271,15 @@ class Emitter:
         comma = layout.comma(depth)
         # a member's key terminal, after "{" or after ",": made when a rule first uses it (an
         # unused one would only be dropped again, renumbering the grammar's terminals)
-        key_terminals: dict[tuple[d.Expr, bool], int] = {}
+        opening_keys: dict[d.Expr, int] = {}  # key -> its terminal after "{"
+        later_keys: dict[d.Expr, int] = {}  # key -> its terminal after ","
 
         def key_terminal(key: d.Expr, first: bool) -> int:
-            found = key_terminals.get((key, first))
+            made = opening_keys if first else later_keys
+            found = made.get(key)
             if found is None:
-                found = key_terminals[(key, first)] = (
-                    self.terminal(d.concat(opener, key), "open_key") if first
-                    else self.terminal(d.concat(comma, key), "comma_key"))
+                found = made[key] = (self.terminal(d.concat(opener, key), "open_key") if first
+                                     else self.terminal(d.concat(comma, key), "comma_key"))
             return found
 
         close = self.terminal(layout.close("}", depth), "close_object")
