@@ -77,7 +77,7 @@ class compile_deadline:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.deadline: Optional[_Deadline] = None
-        self.token: Optional[contextvars.Token] = None
+        self.token: Optional[contextvars.Token[Optional[_Deadline]]] = None
 
     def __enter__(self) -> None:
         if _active.get() is not None:
@@ -87,10 +87,10 @@ class compile_deadline:
         self.token = _active.set(self.deadline)
 
     def __exit__(self, *exc: object) -> None:
-        deadline = self.deadline
-        if deadline is None:
+        deadline, token = self.deadline, self.token
+        if deadline is None or token is None:
             return
-        _active.reset(self.token)
+        _active.reset(token)
         self.deadline = self.token = None
         if deadline.gc == 1:
             deadline.gc = 2

@@ -100,11 +100,11 @@ def drop_dead_rules(grammar: Grammar, drop_unproductive: bool) -> Grammar:
             moved.append(Rule(nonterminal_map[rule.lhs],
                               tuple([terminal_map[s] if s >= 0 else -nonterminal_map[-s - 1] - 1 for s in rhs]),
                               rule.origin))
-    live = Grammar(tuple(terminals), tuple(nonterminals), tuple(moved), nonterminal_map[grammar.start],
+    kept = Grammar(tuple(terminals), tuple(nonterminals), tuple(moved), nonterminal_map[grammar.start],
                    tuple(terminal_map[i] for i in grammar.ignore), grammar.source)
     # every nonterminal left is productive and reachable: each was reached through a rule whose
     # symbols are all productive, and that rule (or another productive one) of it was kept
     everything = b"\x01" * len(nonterminals)
-    set_live_symbols(live, everything, everything)
-    return live
+    set_live_symbols(kept, everything, everything)
+    return kept
 
