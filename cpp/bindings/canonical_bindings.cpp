@@ -96,6 +96,13 @@ void bind_canonical(nb::module_& m) {
         if (a < 0 || b < 0 || a >= t.num_tokens() || b >= t.num_tokens()) return false;
         return t.bigram_traces(a, t.cached_trace(a), b, t.cached_trace(b));
       }, "a"_a, "b"_a, Release())
+      .def("bigram_cached", [](const CanonicalTokenizer& t, int32_t a, int32_t b) {
+        if (a < 0 || b < 0 || a >= t.num_tokens() || b >= t.num_tokens()) return false;
+        return t.bigram_cached(a, b);
+      }, "a"_a, "b"_a, Release())
+      .def("char_group", [](const CanonicalTokenizer& t, nb::bytes ch) {
+        return t.char_group(reinterpret_cast<const uint8_t*>(ch.c_str()), static_cast<int32_t>(ch.size()));
+      }, "ch"_a)
       .def("solo_alive", [](const CanonicalTokenizer& t, int32_t token) {
         return t.has_bytes(token) && t.solo_alive(token);
       }, "token"_a)

@@ -87,13 +87,7 @@ const std::vector<int32_t>& CanonicalFilter::encoded(const std::string& piece) {
 }
 
 bool CanonicalFilter::bigram(int32_t a, int32_t b) {
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-  auto it = bigrams_.find(key);
-  if (it != bigrams_.end()) return it->second;
-  const bool out = a >= 0 && b >= 0 && a < tok_->num_tokens() && b < tok_->num_tokens() &&
-                   tok_->bigram_traces(a, tok_->cached_trace(a), b, tok_->cached_trace(b));
-  if (bigrams_.size() < kCachedEntries) bigrams_.emplace(key, out);
-  return out;
+  return a >= 0 && b >= 0 && a < tok_->num_tokens() && b < tok_->num_tokens() && tok_->bigram_cached(a, b);
 }
 
 bool CanonicalFilter::advance(const std::string& text, const std::vector<int32_t>& tokens, int32_t tail, int32_t& open,
@@ -319,6 +313,19 @@ const CanonicalFilter::Position& CanonicalFilter::next_chars(int32_t position) {
   });
   std::sort(chars.begin(), chars.end());
   chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
+  // one character per group: the others of its group close exactly the states it closes (and
+  // none where the bytes are no valid character: such a text is not UTF-8, or cuts before them)
+  uint32_t groups = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < chars.size(); ++i) {
+    const int32_t g = tok_->char_group(reinterpret_cast<const uint8_t*>(chars[i].data()),
+                                       static_cast<int32_t>(chars[i].size()));
+    if (g == -2 || (g >= 0 && ((groups >> g) & 1u))) continue;
+    if (g >= 0) groups |= 1u << g;
+    if (kept != i) chars[kept] = std::move(chars[i]);
+    ++kept;
+  }
+  chars.resize(kept);
   Position& q = positions_[static_cast<size_t>(position)];  // (no position was added meanwhile)
   q.chars = std::move(chars);
   q.first_keys = keys;

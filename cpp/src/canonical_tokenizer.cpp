@@ -86,8 +86,14 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
   for (int64_t i = 0; i < num_pieces; ++i) {
     std::string piece(reinterpret_cast<const char*>(piece_bytes + piece_offsets[i]),
                       static_cast<size_t>(piece_offsets[i + 1] - piece_offsets[i]));
-    piece_id_[piece] = piece_ids[i];
+    longest_piece_ = std::max(longest_piece_, static_cast<int32_t>(piece.size()));
     piece_of_[piece_ids[i]] = std::move(piece);
+  }
+  piece_store_.assign(reinterpret_cast<const char*>(piece_bytes), static_cast<size_t>(num_pieces > 0 ? piece_offsets[num_pieces] : 0));
+  for (int64_t i = 0; i < num_pieces; ++i) {
+    piece_id_[std::string_view(piece_store_).substr(static_cast<size_t>(piece_offsets[i]),
+                                                     static_cast<size_t>(piece_offsets[i + 1] - piece_offsets[i]))] =
+        piece_ids[i];
   }
   size_t capacity = 16;
   merge_shift_ = 60;
@@ -121,6 +127,7 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
     const int32_t chars = static_cast<int32_t>(cps.size());
     longest_added_chars_ = std::max(longest_added_chars_, chars);
     for (int32_t k = 1; k < chars; ++k) added_prefixes_.insert(text.substr(0, static_cast<size_t>(offs[k])));
+    added_chars_.insert(cps.begin(), cps.end());
     added_texts_.push_back(std::move(text));
     added_ids_.push_back(added_ids[i]);
   }
@@ -147,6 +154,8 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
   for (size_t w = 0; w < words; ++w) solo_[w].store(0, std::memory_order_relaxed);
   traces_.reset(new std::atomic<const Trace*>[static_cast<size_t>(std::max(num_tokens(), 0))]);
   for (int32_t t = 0; t < num_tokens(); ++t) traces_[static_cast<size_t>(t)].store(nullptr, std::memory_order_relaxed);
+  bigram_rows_.reset(new std::atomic<std::atomic<uint64_t>*>[static_cast<size_t>(std::max(num_tokens(), 0))]);
+  for (int32_t t = 0; t < num_tokens(); ++t) bigram_rows_[static_cast<size_t>(t)].store(nullptr, std::memory_order_relaxed);
 }
 
 uint64_t CanonicalTokenizer::solo_facts(int32_t t) const {
@@ -336,6 +345,16 @@ int32_t CanonicalTokenizer::added_at(const uint8_t* text, int32_t n, int32_t at)
   return best;
 }
 
+int32_t CanonicalTokenizer::char_group(const uint8_t* ch, int32_t n) const {
+  // (match_at reads a character other than ASCII only through its class, and U+017F; added
+  // texts compare bytes: a character of none of them never starts, ends or continues one)
+  thread_local std::vector<uint32_t> cps;
+  thread_local std::vector<int32_t> offs;
+  if (n < 2 || ch[0] < 0x80 || !decode_utf8(ch, n, cps, offs) || cps.size() != 1) return -2;
+  if (cps[0] == 0x17F || (!added_chars_.empty() && added_chars_.count(cps[0]))) return -1;
+  return class_of(cps[0]) & (kLetter | kNumber | kSpace);
+}
+
 bool CanonicalTokenizer::is_space_char(const uint8_t* text, int32_t n, int32_t at, int32_t& length) const {
   thread_local std::vector<uint32_t> cps;
   thread_local std::vector<int32_t> offs;
@@ -445,7 +464,7 @@ void CanonicalTokenizer::merge(std::vector<int32_t>& sym) const {
 void CanonicalTokenizer::encode_pretoken(const uint8_t* data, int32_t n, std::vector<int32_t>& out) const {
   out.clear();
   if (ignore_merges_) {
-    auto it = piece_id_.find(std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
+    auto it = piece_id_.find(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
     if (it != piece_id_.end()) {
       out.push_back(it->second);
       return;
@@ -501,7 +520,37 @@ void CanonicalTokenizer::trace(int32_t t, Trace& out) const {
 }
 
 CanonicalTokenizer::~CanonicalTokenizer() {
-  for (int32_t t = 0; t < num_tokens(); ++t) delete traces_[static_cast<size_t>(t)].load(std::memory_order_relaxed);
+  for (int32_t t = 0; t < num_tokens(); ++t) {
+    delete traces_[static_cast<size_t>(t)].load(std::memory_order_relaxed);
+    delete[] bigram_rows_[static_cast<size_t>(t)].load(std::memory_order_relaxed);
+  }
+}
+
+bool CanonicalTokenizer::bigram_cached(int32_t a, int32_t b) const {
+  std::atomic<std::atomic<uint64_t>*>& slot = bigram_rows_[static_cast<size_t>(a)];
+  std::atomic<uint64_t>* row = slot.load(std::memory_order_acquire);
+  if (!row) {
+    const size_t words = static_cast<size_t>(num_tokens() + 31) / 32;
+    const int64_t bytes = static_cast<int64_t>(words * sizeof(uint64_t));
+    if (bigram_row_bytes_.load(std::memory_order_relaxed) + bytes > kBigramRowBytes)
+      return bigram_traces(a, cached_trace(a), b, cached_trace(b));
+    std::unique_ptr<std::atomic<uint64_t>[]> made(new std::atomic<uint64_t>[words]);
+    for (size_t w = 0; w < words; ++w) made[w].store(0, std::memory_order_relaxed);
+    std::atomic<uint64_t>* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, made.get(), std::memory_order_acq_rel)) {
+      bigram_row_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      row = made.release();
+    } else {
+      row = expected;  // (another thread's)
+    }
+  }
+  std::atomic<uint64_t>& word = row[static_cast<size_t>(b) >> 5];
+  const uint64_t known = uint64_t{1} << (b & 31);
+  const uint64_t bits = word.load(std::memory_order_relaxed);
+  if (bits & known) return (bits & (known << 32)) != 0;
+  const bool out = bigram_traces(a, cached_trace(a), b, cached_trace(b));
+  word.fetch_or(known | (out ? known << 32 : 0), std::memory_order_relaxed);  // (both bits at once)
+  return out;
 }
 
 const CanonicalTokenizer::Trace& CanonicalTokenizer::cached_trace(int32_t t) const {

@@ -303,6 +303,12 @@ class CanonicalTokenizer:
     def bigram(self, a: int, b: int) -> bool: ...
     def bigram_traces(self, a: int, b: int) -> bool:
         """``bigram`` from the two tokens' merge traces, interleaved by rank (the same answer)."""
+    def bigram_cached(self, a: int, b: int) -> bool:
+        """``bigram_traces`` remembered in a per-``a`` row (process-wide per model)."""
+    def char_group(self, ch: bytes) -> int:
+        """The split-pattern group (0-15) of one non-ASCII character: characters of one group
+        cut every text they end the same way; -1 a group of its own (U+017F, a character of an
+        added text); -2 not one valid non-ASCII character."""
     def solo_alive(self, token: int) -> bool:
         """Stepping ``token`` from nothing open leaves its own bytes open (else dead)."""
     def solo_closes(self, token: int, byte: int) -> bool:

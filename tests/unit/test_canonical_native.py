@@ -266,3 +266,96 @@ def test_a_word_that_is_a_whole_piece_is_not_closed_in_pieces():
         check_masks_along_trie(constraint.matcher(), trie, vocab, word)
         node = tuple(tokenizer.encode(prefix + "q."))[:2]
         assert last not in trie[node]
+
+
+def _first_characters(vocab) -> list[bytes]:
+    """The distinct non-ASCII first characters of the vocabulary's tokens, as bytes (valid ones,
+    then the malformed leads a byte-level vocabulary also has)."""
+    out: set[bytes] = set()
+    for b in vocab.token_bytes:
+        if b and b[0] >= 0x80:
+            need = 2 if b[0] < 0xE0 else 3 if b[0] < 0xF0 else 4
+            if len(b) >= need:
+                out.add(b[:need])
+    return sorted(out)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_characters_of_one_group_cut_every_text_alike(name):
+    """CanonicalTokenizer.char_group, the rule the native filter uses to try one non-ASCII
+    next character per group: two characters of one group, each ending the same random text,
+    give the same pretokens and open region (the `regex`-driven pretoken_region.text_region is
+    the oracle) and the Python filter's closes() gives them one answer on random states; bytes
+    that are no valid character (group -2) close no state."""
+    vocab = TOKENIZERS[name]().vocab
+    model = vocab.exact_tokenizer()
+    native = native_tokenizer(vocab, region_family(model))
+    oracle = CanonicalFilter(vocab, tokamata.Limits())
+    rng = random.Random(f"groups{name}")
+    chars = _first_characters(vocab)
+    groups: dict[int, list[bytes]] = {}
+    for ch in chars:
+        groups.setdefault(native.char_group(ch), []).append(ch)
+    assert native.char_group("ſ".encode()) == -1 and native.char_group(b"a") == -2
+    assert len(groups) >= 4 and len(groups.get(-2, [])) > 10, sorted(groups)
+    grouped = [g for g in groups if g >= 0 and len(groups[g]) >= 2]
+
+    def shape(text: str, ch: bytes):  # the cut of text + ch, the character's bytes as one offset
+        region = text_region(model, text + ch.decode("utf-8"))
+        end = len(text.encode("utf-8"))
+        at = [min(o, end + 1) for s in region.spans for o in (s.start, s.end)]
+        return at, [s.added for s in region.spans], min(region.open_start, end + 1)
+
+    for _ in range(1500):
+        text = _random_text(rng)
+        g = rng.choice(grouped)
+        c1, c2 = rng.sample(groups[g], 2)
+        assert shape(text, c1) == shape(text, c2), (text, c1, c2)
+    ids = [i for i, b in enumerate(vocab.token_bytes) if b]
+    checked = 0
+    for _ in range(600):
+        state = oracle.initial_state
+        for _ in range(rng.randint(1, 3)):
+            t = rng.choice(ids)
+            nxt = oracle.step(state, t)
+            if nxt is None:
+                break
+            state = nxt
+        if not state[0]:
+            continue
+        g = rng.choice(grouped)
+        c1, c2 = rng.sample(groups[g], 2)
+        assert oracle.closes(state, c1) == oracle.closes(state, c2), (state, c1, c2)
+        assert not oracle.closes(state, rng.choice(groups[-2])), state
+        checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_bigram_rows_equal_the_merge_bigram(name):
+    """bigram_cached (per first token, a row of known / passing bits shared by every filter of
+    the model) equals the bigram test that runs the merges, asked twice per pair (the second
+    answer comes from the row), on thousands of random pairs with first tokens drawn from a
+    small set (rows fill up), short tokens, contractions (GPT-2's 's 're) and splits of words."""
+    vocab = TOKENIZERS[name]().vocab
+    native = native_tokenizer(vocab, region_family(vocab.exact_tokenizer()))
+    rng = random.Random(f"rows{name}")
+    tb = vocab.token_bytes
+    ids = [i for i, b in enumerate(tb) if b]
+    index = {b: i for i, b in enumerate(tb) if b}
+    short = [i for i in ids if len(tb[i]) <= 2]
+    named = [index[w] for w in (b"'", b"'s", b"'re", b"s", b"re", b"t", b" it", b"it", b"  ", b" ", b"\n", b"12")
+             if w in index]
+    firsts = rng.sample(ids, 20) + rng.sample(short, 20) + named
+    pairs = [(rng.choice(firsts), rng.choice(ids if rng.random() < 0.5 else short)) for _ in range(6000)]
+    pairs += [(a, b) for a in named for b in named]
+    for _ in range(3000):
+        w = tb[rng.choice(ids)]
+        k = rng.randrange(1, len(w)) if len(w) > 1 else 0
+        if k and w[:k] in index and w[k:] in index:
+            pairs.append((index[w[:k]], index[w[k:]]))
+    for round_ in range(2):
+        got = [native.bigram_cached(a, b) for a, b in pairs]
+        want = [native.bigram(a, b) for a, b in pairs]
+        assert got == want, ([p for p, x, y in zip(pairs, got, want) if x != y][:5], round_)
+    assert 0 < sum(want) < len(want)

@@ -10,8 +10,9 @@
 //   \p{N}, \s, the non-special added tokens). It pretokenizes (a hand-written scanner per split
 //   pattern family, leftmost-first alternation and greedy runs exactly as the `regex` module
 //   matches them), cuts a text into its pretokens and open region (pretoken_region.py's
-//   rule), encodes pretokens (BPE by rank, ignore_merges) and answers the bigram test. It
-//   never reads user text other than token bytes and output bytes.
+//   rule), encodes pretokens (BPE by rank, ignore_merges) and answers the bigram test (its
+//   answers kept per first token: bigram_cached). It never reads user text other than token
+//   bytes and output bytes.
 // - CanonicalFilter: one per constraint. A filter state is an interned id of (open text, open
 //   tokens); state 0 is the empty state; kSolo + t names the single-token state (bytes of t,
 //   [t]) without interning, its step from nothing open and its closes() by character key come
@@ -24,7 +25,8 @@
 //   pretoken: pairs decide"); positions one token away get their engine mask only when it is
 //   read (accepting and the ASCII bytes allowed next come from the engine without it);
 //   liveness is the Python filter's: accept + complete, a next character that decides the
-//   open region, or a search over next tokens (iterative deepening: depth 1, 2, 4 ... until
+//   open region (ASCII ones by character key, the others one per character group:
+//   CanonicalTokenizer::char_group), or a search over next tokens (iterative deepening: depth 1, 2, 4 ... until
 //   a way out or a complete search; the same answer as the Python filter's depth-first
 //   search, found sooner past runs that grow forever), memoized on (position, state), bounded by
 //   max_search states per question (LimitError "max_canonical_search", never a guess).
@@ -39,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -107,6 +110,11 @@ class CanonicalTokenizer {
   // is below a's next and at most b's next (leftmost again). No such state and both tokens
   // whole: [a, b]; one merge lookup per step of either trace, not a pass over all pairs.
   bool bigram_traces(int32_t a, const Trace& ta, int32_t b, const Trace& tb) const;
+  // bigram_traces(a, b) remembered per first token: a row per `a` of two bits per `b` (known,
+  // passes; one atomic word holds both for 32 tokens), made on first use and kept while the
+  // tokenizer lives (process-wide per model, thread-safe), at most kBigramRowBytes of rows in
+  // all (past that an answer is computed each time). 0 <= a, b < num_tokens().
+  bool bigram_cached(int32_t a, int32_t b) const;
   bool is_space_char(const uint8_t* text, int32_t n, int32_t at, int32_t& length) const;
   // Character keys: two ASCII characters with the same key are the same to the split pattern
   // (same \p{L} / \p{N} / \s class, and neither is one the scanner names: an apostrophe, a
@@ -121,8 +129,18 @@ class CanonicalTokenizer {
   // With ignore_merges, a pretoken whose bytes are a piece encodes to that one piece (the
   // merges are not run): true when that rule applies to these bytes.
   bool whole_piece(const uint8_t* data, int32_t n) const {
-    return ignore_merges_ && piece_id_.count(std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(n))) != 0;
+    return ignore_merges_ && n <= longest_piece_ &&
+           piece_id_.count(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n))) != 0;
   }
+  // The group of one whole non-ASCII character `ch` (its UTF-8 bytes): two characters of one
+  // group are the same to the split pattern as the last character of any text (same \p{L} /
+  // \p{N} / \s class, neither U+017F, which (?i)'s matches, nor a character of an added text),
+  // so a text followed by either cuts the same way and CanonicalFilter::closes gives one answer
+  // for both (the character keys' rule, for the characters past ASCII). Groups are below 16;
+  // -1: a group of its own (U+017F, a character of an added text); -2: not one valid
+  // character (no text followed by it has an open region starting after the text: it closes
+  // nothing).
+  int32_t char_group(const uint8_t* ch, int32_t n) const;
 
   // Facts of the single-token state (the bytes of t, [t]) of a token with bytes, computed once
   // per token on first use (thread-safe, shared by every filter over this tokenizer); they
@@ -151,8 +169,11 @@ class CanonicalTokenizer {
   std::vector<uint8_t> token_bytes_;
   std::vector<int64_t> token_offsets_;  // num_tokens + 1
   std::vector<uint8_t> has_bytes_;
-  std::unordered_map<std::string, int32_t> piece_id_;
   std::unordered_map<int32_t, std::string> piece_of_;
+  std::string piece_store_;  // every piece's bytes, as shipped (piece_id_'s keys view into it)
+  std::unordered_map<std::string_view, int32_t> piece_id_;
+  int32_t longest_piece_ = 0;
+  std::unordered_set<uint32_t> added_chars_;  // the code points of the added texts
   // (left, right) -> (rank, merged): open addressing, linear probing, kNoPair marks a free slot
   static constexpr uint64_t kNoPair = ~uint64_t{0};
   struct MergeSlot {
@@ -180,6 +201,9 @@ class CanonicalTokenizer {
   std::vector<uint8_t> key_rep_;
   uint64_t byte_tokens_[2] = {0, 0};
   std::unique_ptr<std::atomic<const Trace*>[]> traces_;  // per token, null until computed
+  static constexpr int64_t kBigramRowBytes = int64_t{64} << 20;
+  std::unique_ptr<std::atomic<std::atomic<uint64_t>*>[]> bigram_rows_;  // per first token, null until made
+  mutable std::atomic<int64_t> bigram_row_bytes_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> solo_;  // per token: solo facts (kSolo* bits), keys known, keys closing
 };
 
@@ -221,7 +245,9 @@ class CanonicalFilter {
     std::vector<Configuration> configurations;
     MaskPtr mask;
     uint64_t first_keys = 0;         // the keys of its tokens' ASCII first characters
-    std::vector<std::string> chars;  // the distinct whole non-ASCII first characters of its tokens
+    // the distinct whole non-ASCII first characters of its tokens, one per character group
+    // (CanonicalTokenizer::char_group: the rest of a group close what it closes)
+    std::vector<std::string> chars;
     bool chars_known = false;
     int8_t accepting = -1;           // (-1: not known yet)
     bool byte_keys_known = false;
@@ -280,7 +306,6 @@ class CanonicalFilter {
   std::unordered_map<uint64_t, int32_t> steps_;  // (state, token) -> state or -1
   std::unordered_map<int32_t, bool> complete_;
   std::unordered_map<uint64_t, bool> closes_;  // (state, character as a number) -> closes
-  std::unordered_map<uint64_t, bool> bigrams_;
   std::unordered_map<std::string, std::vector<int32_t>> encoded_;
   std::vector<Position> positions_;
   std::unordered_map<std::vector<Configuration>, int32_t, PositionHash> position_ids_;
