@@ -95,6 +95,11 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
                                                      static_cast<size_t>(piece_offsets[i + 1] - piece_offsets[i]))] =
         piece_ids[i];
   }
+  piece_bloom_.assign(size_t{1} << (kPieceBloomBits - 6), 0);
+  for (const auto& entry : piece_id_) {
+    const uint64_t hash = std::hash<std::string_view>()(entry.first);
+    for (int32_t k = 0; k < 2; ++k) piece_bloom_[bloom_bit(hash, k) >> 6] |= uint64_t{1} << (bloom_bit(hash, k) & 63);
+  }
   size_t capacity = 16;
   merge_shift_ = 60;
   while (capacity < 2 * static_cast<size_t>(std::max<int64_t>(num_merges, 1))) {
@@ -463,8 +468,9 @@ void CanonicalTokenizer::merge(std::vector<int32_t>& sym) const {
 
 void CanonicalTokenizer::encode_pretoken(const uint8_t* data, int32_t n, std::vector<int32_t>& out) const {
   out.clear();
-  if (ignore_merges_) {
-    auto it = piece_id_.find(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
+  const std::string_view bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+  if (ignore_merges_ && n <= longest_piece_ && maybe_piece(std::hash<std::string_view>()(bytes))) {
+    auto it = piece_id_.find(bytes);
     if (it != piece_id_.end()) {
       out.push_back(it->second);
       return;

@@ -129,8 +129,9 @@ class CanonicalTokenizer {
   // With ignore_merges, a pretoken whose bytes are a piece encodes to that one piece (the
   // merges are not run): true when that rule applies to these bytes.
   bool whole_piece(const uint8_t* data, int32_t n) const {
-    return ignore_merges_ && n <= longest_piece_ &&
-           piece_id_.count(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n))) != 0;
+    if (!ignore_merges_ || n > longest_piece_) return false;
+    const std::string_view bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    return maybe_piece(std::hash<std::string_view>()(bytes)) && piece_id_.count(bytes) != 0;
   }
   // The group of one whole non-ASCII character `ch` (its UTF-8 bytes): two characters of one
   // group are the same to the split pattern as the last character of any text (same \p{L} /
@@ -173,6 +174,18 @@ class CanonicalTokenizer {
   std::string piece_store_;  // every piece's bytes, as shipped (piece_id_'s keys view into it)
   std::unordered_map<std::string_view, int32_t> piece_id_;
   int32_t longest_piece_ = 0;
+  // a Bloom filter of the pieces' byte hashes (two bits of 2^21 per piece, 256 KiB): most texts
+  // whole_piece is asked about are no piece, and the filter answers them without piece_id_'s
+  // buckets (no false "no"; ~1-2% false "maybe" with Llama 3's 128,000 pieces)
+  static constexpr int32_t kPieceBloomBits = 21;
+  std::vector<uint64_t> piece_bloom_;
+  static uint64_t bloom_bit(uint64_t hash, int32_t k) {
+    return (k == 0 ? hash : (hash >> 32) | (hash << 32)) & ((uint64_t{1} << kPieceBloomBits) - 1);
+  }
+  bool maybe_piece(uint64_t hash) const {
+    const uint64_t a = bloom_bit(hash, 0), b = bloom_bit(hash, 1);
+    return ((piece_bloom_[a >> 6] >> (a & 63)) & (piece_bloom_[b >> 6] >> (b & 63)) & 1) != 0;
+  }
   std::unordered_set<uint32_t> added_chars_;  // the code points of the added texts
   // (left, right) -> (rank, merged): open addressing, linear probing, kNoPair marks a free slot
   static constexpr uint64_t kNoPair = ~uint64_t{0};
