@@ -160,8 +160,7 @@ int32_t CanonicalFilter::step(int32_t state, int32_t token) {
     if (first < 0x80 && closes_any(state, uint64_t{1} << tok_->char_key(first))) return step(0, token);
   }
   const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | static_cast<uint32_t>(token);
-  auto it = steps_.find(key);
-  if (it != steps_.end()) return it->second;
+  if (const int32_t* found = steps_.find(key)) return *found;
   int32_t out = -1;
   if (tok_->has_bytes(token)) {
     std::string text = state_at(state).text;
@@ -179,8 +178,7 @@ int32_t CanonicalFilter::step(int32_t state, int32_t token) {
 }
 
 bool CanonicalFilter::complete_locked(int32_t state) {
-  auto it = complete_.find(state);
-  if (it != complete_.end()) return it->second;
+  if (const bool* found = complete_.find(static_cast<uint32_t>(state))) return *found;
   const State& s = state_at(state);
   bool out;
   if (s.text.empty()) {
@@ -192,7 +190,7 @@ bool CanonicalFilter::complete_locked(int32_t state) {
     out = tok_->encode(reinterpret_cast<const uint8_t*>(s.text.data()), static_cast<int32_t>(s.text.size()), ids) &&
           ids == s.tokens;
   }
-  if (complete_.size() < kCachedEntries) complete_.emplace(state, out);
+  if (complete_.size() < kCachedEntries) complete_.emplace(static_cast<uint32_t>(state), out);
   return out;
 }
 
@@ -201,8 +199,7 @@ bool CanonicalFilter::closes(int32_t state, const std::string& ch) {
   uint32_t code = 0;
   std::memcpy(&code, ch.data(), std::min<size_t>(4, ch.size()));
   const uint64_t key = pair_key(state, static_cast<int32_t>(code));
-  auto it = closes_.find(key);
-  if (it != closes_.end()) return it->second;
+  if (const bool* found = closes_.find(key)) return *found;
   const State& s = state_at(state);
   const std::string text = s.text + ch;
   int32_t open = 0, first = 0;
@@ -252,8 +249,7 @@ int32_t CanonicalFilter::position_id(const std::vector<Configuration>& position)
 
 int32_t CanonicalFilter::move(int32_t position, int32_t token) {
   const uint64_t key = pair_key(position, token);
-  auto it = moves_.find(key);
-  if (it != moves_.end()) return it->second;
+  if (const int32_t* found = moves_.find(key)) return *found;
   std::vector<Configuration> next;
   const std::vector<Configuration>& at = positions_[static_cast<size_t>(position)].configurations;
   constraint_->advance(at.data(), at.size(), token, next);
@@ -428,6 +424,30 @@ int32_t CanonicalFilter::live_in_pretoken(int32_t position, int32_t state, int32
   return -1;
 }
 
+bool CanonicalFilter::starts_fresh(int32_t state, int32_t token) {
+  if (state == 0) return true;
+  if (!tok_->has_bytes(token) || !state_at(state).boundary_stable) return false;
+  const uint8_t first = tok_->bytes_of(token)[0];
+  return first < 0x80 && closes_any(state, uint64_t{1} << tok_->char_key(first));
+}
+
+bool CanonicalFilter::live_fresh(int32_t position, int32_t token, int64_t& budget) {
+  const size_t at = static_cast<size_t>(token >> 5);
+  const uint64_t known = uint64_t{1} << (token & 31);
+  {
+    std::vector<uint64_t>& bits = positions_[static_cast<size_t>(position)].fresh_live;
+    if (bits.empty()) {
+      bits.assign(static_cast<size_t>(tok_->num_tokens() + 31) / 32, 0);
+      row_words_ += 2 * static_cast<int64_t>(bits.size());
+    }
+    if (bits[at] & known) return (bits[at] & (known << 32)) != 0;
+  }
+  const bool out = live_after(position, 0, token, budget);
+  // (live_after may add positions: positions_ is read again)
+  positions_[static_cast<size_t>(position)].fresh_live[at] |= known | (out ? known << 32 : 0);
+  return out;
+}
+
 bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack,
                              bool& looped, int32_t depth, bool& cut) {
   if (state < kSolo && states_[static_cast<size_t>(state)].text.empty()) return true;
@@ -506,8 +526,13 @@ std::shared_ptr<const CanonicalFilter::Row> CanonicalFilter::row_locked(int32_t 
   const int32_t limit = tok_->num_tokens();
   mask->for_each_token([&](int32_t t) {
     if (static_cast<size_t>(t >> 5) >= words || t >= limit || tok_->is_eos(t)) return;
-    int32_t live = live_in_pretoken(position, state, t);
-    if (live < 0) live = live_after(position, state, t, budget) ? 1 : 0;
+    int32_t live;
+    if (starts_fresh(state, t)) {
+      live = live_fresh(position, t, budget) ? 1 : 0;
+    } else {
+      live = live_in_pretoken(position, state, t);
+      if (live < 0) live = live_after(position, state, t, budget) ? 1 : 0;
+    }
     if (live) row->bits[static_cast<size_t>(t >> 5)] |= 1u << (t & 31);
   });
   row_words_ += static_cast<int64_t>(words);

@@ -46,6 +46,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tokamata/flat_u64_map.hpp"
 #include "tokamata/matcher_core.hpp"
 
 namespace tokamata {
@@ -265,6 +266,9 @@ class CanonicalFilter {
     int8_t accepting = -1;           // (-1: not known yet)
     bool byte_keys_known = false;
     uint64_t byte_keys = 0;  // keys of the ASCII bytes that can come next: a subset of first_keys
+    // live_fresh's answers, two bits per token (known, live) in one word per 32 tokens; made
+    // when a row at this position first asks (counted in row_words_)
+    std::vector<uint64_t> fresh_live;
   };
   static uint64_t pair_key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -303,6 +307,13 @@ class CanonicalFilter {
   // its tokens iff every pair passes and (ignore_merges) the text is not a piece itself.
   int32_t live_in_pretoken(int32_t position, int32_t state, int32_t token);
   bool pairs_pass(int32_t state);  // State::pairs, computed once
+  // step(state, token) is step(0, token): nothing is open, or the token's ASCII first character
+  // closes a boundary-stable state (step's shortcut)
+  bool starts_fresh(int32_t state, int32_t token);
+  // live_after(position, state, token) for any state where starts_fresh holds: one answer per
+  // (position, token) whatever the state (step and move do not read it), kept in the
+  // position's fresh_live bits, so rows at one position with other states read it back
+  bool live_fresh(int32_t position, int32_t token, int64_t& budget);
   bool viable(int32_t position, int32_t state, int64_t& budget, std::unordered_set<uint64_t>& stack, bool& looped,
               int32_t depth, bool& cut);
   std::shared_ptr<const Row> row_locked(int32_t position, int32_t state);
@@ -316,13 +327,14 @@ class CanonicalFilter {
   std::vector<State> states_;
   std::unordered_map<int32_t, State> solo_states_;  // materialized kSolo states (node-stable)
   std::unordered_map<std::string, int32_t> state_ids_;
-  std::unordered_map<uint64_t, int32_t> steps_;  // (state, token) -> state or -1
-  std::unordered_map<int32_t, bool> complete_;
-  std::unordered_map<uint64_t, bool> closes_;  // (state, character as a number) -> closes
+  // (the memo tables a row asks per candidate: flat, flat_u64_map.hpp)
+  FlatU64Map<int32_t> steps_;  // (state, token) -> state or -1
+  FlatU64Map<bool> complete_;  // state -> complete
+  FlatU64Map<bool> closes_;    // (state, character as a number) -> closes
   std::unordered_map<std::string, std::vector<int32_t>> encoded_;
   std::vector<Position> positions_;
   std::unordered_map<std::vector<Configuration>, int32_t, PositionHash> position_ids_;
-  std::unordered_map<uint64_t, int32_t> moves_;  // (position, token) -> position or -1
+  FlatU64Map<int32_t> moves_;  // (position, token) -> position or -1
   std::unordered_map<uint64_t, bool> viable_;    // (position, state)
   std::unordered_map<uint64_t, std::shared_ptr<const Row>> rows_;  // (position, state)
   int64_t row_words_ = 0;
