@@ -452,6 +452,9 @@ bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, s
                              bool& looped, int32_t depth, bool& cut) {
   if (state < kSolo && states_[static_cast<size_t>(state)].text.empty()) return true;
   if (accepting_at(position) && complete_locked(state)) return true;
+  // (an ASCII byte the engine allows next that closes the state: known without the mask, the
+  // memo table or the budget, as the two lines above; most single-token states end here)
+  if (closes_any(state, byte_keys(position))) return true;
   const uint64_t key = pair_key(position, state);
   auto found = viable_.find(key);
   if (found != viable_.end()) return found->second;
@@ -464,10 +467,6 @@ bool CanonicalFilter::viable(int32_t position, int32_t state, int64_t& budget, s
   auto remember = [&](bool value) {
     if (viable_.size() < kCachedEntries) viable_.emplace(key, value);
   };
-  if (closes_any(state, byte_keys(position))) {  // (a subset of first_keys, known without the mask)
-    remember(true);
-    return true;
-  }
   const Position& at = next_chars(position);
   if (closes_any(state, at.first_keys)) {  // (by key: the same answer as closes() per character)
     remember(true);

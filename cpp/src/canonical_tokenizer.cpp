@@ -76,7 +76,12 @@ CanonicalTokenizer::CanonicalTokenizer(int32_t family, bool ignore_merges, std::
                                        const int64_t* added_offsets, const int32_t* added_ids, int64_t num_added,
                                        std::vector<int32_t> eos)
     : family_(family), ignore_merges_(ignore_merges), token_bytes_(std::move(token_bytes)),
-      token_offsets_(std::move(token_offsets)), has_bytes_(std::move(has_bytes)), eos_(eos.begin(), eos.end()) {
+      token_offsets_(std::move(token_offsets)), has_bytes_(std::move(has_bytes)) {
+  for (int32_t e : eos) {
+    if (e < 0) continue;
+    if (static_cast<size_t>(e) >= eos_.size()) eos_.resize(static_cast<size_t>(e) + 1, 0);
+    eos_[static_cast<size_t>(e)] = 1;
+  }
   for (int32_t t = 0; t < num_tokens(); ++t) {
     if (length_of(t) == 1 && has_bytes_[t] && bytes_of(t)[0] < 0x80 && !is_eos(t))
       byte_tokens_[bytes_of(t)[0] >> 6] |= uint64_t{1} << (bytes_of(t)[0] & 63);

@@ -77,7 +77,7 @@ class CanonicalTokenizer {
   bool has_bytes(int32_t t) const { return t >= 0 && t < num_tokens() && has_bytes_[t] && length_of(t) > 0; }
   const uint8_t* bytes_of(int32_t t) const { return token_bytes_.data() + token_offsets_[t]; }
   int32_t length_of(int32_t t) const { return static_cast<int32_t>(token_offsets_[t + 1] - token_offsets_[t]); }
-  bool is_eos(int32_t t) const { return eos_.count(t) != 0; }
+  bool is_eos(int32_t t) const { return t >= 0 && static_cast<size_t>(t) < eos_.size() && eos_[static_cast<size_t>(t)]; }
 
   // The pretokens of a complete UTF-8 text and where its open region starts; false if the
   // text is not valid UTF-8.
@@ -210,7 +210,7 @@ class CanonicalTokenizer {
   std::vector<int32_t> added_ids_;
   std::unordered_set<std::string> added_prefixes_;  // proper prefixes (whole characters)
   int32_t longest_added_chars_ = 0;
-  std::unordered_set<int32_t> eos_;
+  std::vector<uint8_t> eos_;  // per id up to the largest EOS id: 1 for EOS (asked per candidate)
   int32_t char_key_[128];
   std::vector<uint8_t> key_rep_;
   uint64_t byte_tokens_[2] = {0, 0};
