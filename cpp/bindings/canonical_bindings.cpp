@@ -106,6 +106,9 @@ void bind_canonical(nb::module_& m) {
       .def("solo_alive", [](const CanonicalTokenizer& t, int32_t token) {
         return t.has_bytes(token) && t.solo_alive(token);
       }, "token"_a)
+      .def("solo_complete", [](const CanonicalTokenizer& t, int32_t token) {
+        return t.has_bytes(token) && t.solo_complete(token);
+      }, "token"_a)
       .def("solo_closes", [](const CanonicalTokenizer& t, int32_t token, int32_t byte) {
         if (byte < 0 || byte > 127) throw nb::value_error("an ASCII character code");
         return t.has_bytes(token) && t.solo_closes(token, t.char_key(static_cast<uint8_t>(byte)));

@@ -178,6 +178,7 @@ int32_t CanonicalFilter::step(int32_t state, int32_t token) {
 }
 
 bool CanonicalFilter::complete_locked(int32_t state) {
+  if (state >= kSolo) return tok_->solo_complete(state - kSolo);  // (the tokenizer's fact: the same test)
   if (const bool* found = complete_.find(static_cast<uint32_t>(state))) return *found;
   const State& s = state_at(state);
   bool out;

@@ -203,6 +203,7 @@ uint64_t CanonicalTokenizer::solo_facts(int32_t t) const {
       std::vector<int32_t> ids;
       encode_pretoken(d, n, ids);
       if (ids.size() == 1 && ids[0] == t) f |= kSoloSelf;
+      if (encode(d, n, ids) && ids.size() == 1 && ids[0] == t) f |= kSoloComplete;
     }
   }
   slot.fetch_or(f, std::memory_order_relaxed);

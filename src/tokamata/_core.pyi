@@ -311,6 +311,8 @@ class CanonicalTokenizer:
         added text); -2 not one valid non-ASCII character."""
     def solo_alive(self, token: int) -> bool:
         """Stepping ``token`` from nothing open leaves its own bytes open (else dead)."""
+    def solo_complete(self, token: int) -> bool:
+        """The text of ``token`` is complete and encodes to exactly ``[token]``."""
     def solo_closes(self, token: int, byte: int) -> bool:
         """The single-token state of ``token`` followed by the ASCII character ``byte``: its
         text is one decided pretoken and ``token`` its encoding (by character key)."""

@@ -118,8 +118,9 @@ def test_filter_strategy():
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
 def test_single_token_facts_equal_python_steps_and_closes(name):
-    """The tokenizer's per-token facts of the single-token state (solo_alive, solo_closes by
-    character key) equal the Python filter's step from nothing open and its closes(), for
+    """The tokenizer's per-token facts of the single-token state (solo_alive, solo_complete,
+    solo_closes by character key) equal the Python filter's step from nothing open, its
+    complete() and its closes(), for
     random tokens and every ASCII character (so one character per key answers for all)."""
     vocab = TOKENIZERS[name]().vocab
     model = vocab.exact_tokenizer()
@@ -132,6 +133,7 @@ def test_single_token_facts_equal_python_steps_and_closes(name):
     for t in picked:
         alone = oracle.step(oracle.initial_state, t)
         assert native.solo_alive(t) == (alone is not None), t
+        assert native.solo_complete(t) == oracle.complete((vocab.token_bytes[t], (t,))), t
         assert alone is None or alone == (vocab.token_bytes[t], (t,)), t
         for c in range(128):
             assert native.solo_closes(t, c) == oracle.closes((vocab.token_bytes[t], (t,)), bytes([c])), (t, c)

@@ -151,6 +151,9 @@ class CanonicalTokenizer {
   // - solo_closes(t, k): followed by the character key_rep(k), the text of t is one decided
   //   pretoken and t is its encoding (CanonicalFilter::closes).
   bool solo_alive(int32_t t) const { return (solo_facts(t) & kSoloAlive) != 0; }
+  // - solo_complete(t): the text of t is complete and encodes to exactly [t]
+  //   (CanonicalFilter::complete of that state)
+  bool solo_complete(int32_t t) const { return (solo_facts(t) & kSoloComplete) != 0; }
   bool solo_closes(int32_t t, int32_t key) const;
 
  private:
@@ -163,7 +166,8 @@ class CanonicalTokenizer {
   void lowest_merge(const std::vector<int32_t>& symbols, size_t& at, int32_t& rank, int32_t& merged) const;
   bool symbols_of(int32_t t, std::vector<int32_t>& out) const;
   int32_t added_at(const uint8_t* text, int32_t n, int32_t at) const;  // longest added text at `at`, its index
-  static constexpr uint64_t kSoloKnown = 1, kSoloAlive = 2, kSoloValid = 4, kSoloSelf = 8, kSoloSpaceLast = 16;
+  static constexpr uint64_t kSoloKnown = 1, kSoloAlive = 2, kSoloValid = 4, kSoloSelf = 8, kSoloSpaceLast = 16,
+                            kSoloComplete = 32;
   uint64_t solo_facts(int32_t t) const;
 
   int32_t family_;
