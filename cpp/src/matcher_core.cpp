@@ -555,18 +555,11 @@ void MatcherCore::write(const TokenRow* row, uint32_t* out, int64_t num_words) c
   }
 }
 
-void MatcherCore::fill(uint32_t* out, int64_t num_words) {
-  {
-    const auto held = hold();
-    write(terminated_ ? nullptr : current_mask().get(), out, num_words);
-  }
-  if (constraint_->sweep_due()) constraint_->sweep_if_due();
-}
-
-bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
-  const auto held = hold(true);
-  if (constraint_->strategy() == Strategy::kEarley && !held.owns_lock()) return false;
-  if (!terminated_ && !mask_) {
+bool MatcherCore::known_mask() {
+  // (no sweep lock: a sweep reads only this matcher's history and forced run, which nothing
+  // here changes, and drops only cache entries naming parser handles no registered matcher
+  // holds, never this position's; cached_mask reads the caches under their own mutex)
+  if (!mask_) {
     if (in_prefix()) {
       const size_t offset = static_cast<size_t>(stack_[starts_.back()].lexer);
       if (offset >= prefix_masks_.size() || !prefix_masks_[offset]) return false;
@@ -576,6 +569,25 @@ bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
       if (!mask_) return false;
     }
   }
+  retired_.reset();  // (here, on the filling thread: see retired_)
+  return true;
+}
+
+void MatcherCore::fill(uint32_t* out, int64_t num_words) {
+  if (terminated_ || known_mask()) {  // warm: nothing to compute, no sweep lock
+    write(terminated_ ? nullptr : mask_.get(), out, num_words);
+    return;
+  }
+  {
+    const auto held = hold();
+    write(current_mask().get(), out, num_words);
+  }
+  retired_.reset();
+  if (constraint_->sweep_due()) constraint_->sweep_if_due();
+}
+
+bool MatcherCore::fill_if_cached(uint32_t* out, int64_t num_words) {
+  if (!terminated_ && !known_mask()) return false;
   write(terminated_ ? nullptr : mask_.get(), out, num_words);
   return true;
 }
@@ -613,7 +625,7 @@ ConsumeStatus MatcherCore::consume_held(int32_t token) {
   if (scratch_.empty()) return eos ? end_output() : kRefused;
   starts_.push_back(static_cast<uint32_t>(stack_.size()));
   stack_.insert(stack_.end(), scratch_.begin(), scratch_.end());
-  mask_.reset();
+  retired_ = std::move(mask_);  // (released by the next fill, on the thread that fills)
   return kAccepted;
 }
 
@@ -653,7 +665,7 @@ int32_t MatcherCore::consume_if_cached(int32_t token) {
   }
   starts_.push_back(static_cast<uint32_t>(stack_.size()));
   stack_.insert(stack_.end(), scratch_.begin(), scratch_.end());
-  mask_.reset();
+  retired_ = std::move(mask_);  // (released by the next fill, on the thread that fills)
   return kAccepted;
 }
 

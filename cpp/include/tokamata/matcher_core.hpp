@@ -70,8 +70,11 @@
 //   it exclusively, so no matcher is in a call, collects the parser handles of every live
 //   matcher's history and forced run, has EarleyCore::collect release every other set, and
 //   drops everything cached under a released handle (masks of configurations and positions,
-//   acceptance, dense-walk marks, token-budget bounds and profiles). A sweep runs at the end
-//   of a consume, fill or budget fill once the live parser states reach a threshold (twice those live
+//   acceptance, dense-walk marks, token-budget bounds and profiles). A warm fill (the mask
+//   held by the matcher or cached in the constraint) takes no sweep lock: it changes no
+//   history, reads no parser state, and a sweep never drops the cached mask of a live
+//   position (known_mask). A sweep runs at the end
+//   of a consume, a fill that computed, or a budget fill once the live parser states reach a threshold (twice those live
 //   after the last sweep, at least kSweepFloor, at most half of max_parser_states), so
 //   released handles never appear in a live position and masks are those of a constraint
 //   that never swept (a set built again has the same content).
@@ -283,7 +286,7 @@ class ConstraintCore {
   int64_t max_configurations_;
   size_t mask_cache_size_;
 
-  mutable std::mutex cache_mu_;
+  alignas(64) mutable std::mutex cache_mu_;
   std::unordered_map<Configuration, MaskPtr, ConfigurationHash> masks_;
   std::deque<Configuration> mask_order_;
   std::unordered_map<std::vector<Configuration>, MaskPtr, PositionHash> positions_;
@@ -303,7 +306,9 @@ class ConstraintCore {
   std::vector<int32_t> witness_byte_;
   std::vector<uint8_t> witness_single_;  // per class: its byte is a token by itself
   // long life: matchers alive, the lock that keeps them out of their calls during a sweep
-  std::shared_mutex sweep_mu_;
+  // (each lock on a cache line of its own: a consume on one core takes sweep_mu_ while a fill
+  // on another takes cache_mu_, and neither should move the fields the other reads)
+  alignas(64) std::shared_mutex sweep_mu_;
   mutable std::mutex registry_mu_;
   std::unordered_set<const MatcherCore*> matchers_;
   std::atomic<int64_t> sweep_at_{kSweepFloor};
@@ -333,6 +338,9 @@ class MatcherCore {
   // changes; callers may run it holding the GIL.
   int32_t consume_if_cached(int32_t token);
   int32_t rollback(int32_t n);  // returns how many were undone (n, or fewer if history is short)
+  // A batch's decoding step (matcher_step.cpp): consume(token) (token < 0: none), then
+  // fill(out) when out is not null; all or nothing when either throws. Without the GIL.
+  ConsumeStatus step(int32_t token, uint32_t* out, int64_t num_words);
   bool is_accepting();
   bool is_terminated() const { return terminated_; }
   size_t history_length() const { return starts_.size() - 1 + (terminated_ ? 1 : 0); }
@@ -370,6 +378,10 @@ class MatcherCore {
 
  private:
   const MaskPtr& current_mask();
+  // Sets mask_ when the current position's mask is known without computing (the matcher's
+  // own, a prefix mask, or the constraint's cached one) and releases retired_; false
+  // otherwise. Needs no sweep lock (reads no parser state).
+  bool known_mask();
   // The constraint's sweep lock, shared (kEarley; nothing for kRegular, which never sweeps);
   // try_only: not waiting (for callers that may hold the GIL).
   std::shared_lock<std::shared_mutex> hold(bool try_only = false) const;
@@ -396,6 +408,11 @@ class MatcherCore {
   std::vector<uint32_t> starts_;      // where each position begins in stack_
   bool terminated_ = false;
   MaskPtr mask_;                      // of the current position, once known
+  // The mask before the last consume, kept until the next fill releases it: a server consumes
+  // on one thread and fills on a pool's worker, and a reference count dropped by the consume
+  // and taken again by the fill moves the mask's control block between the two cores every
+  // step; the fill takes the new reference and drops the old one on its own core.
+  MaskPtr retired_;
   std::vector<Configuration> scratch_;
   std::shared_ptr<const std::vector<uint8_t>> prefix_;  // null: no prefix phase
   std::vector<MaskPtr> prefix_masks_;                   // by prefix offset, once computed
