@@ -12,6 +12,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <exception>
+#include <mutex>
 #include <cstring>
 #include <string>
 
@@ -359,6 +361,60 @@ void fill_rows(const std::vector<MatcherCore*>& matchers, Bitmask& bitmask, cons
       fill(i, base + rows[i] * width, width);
     }
   });
+}
+
+// A batch's decoding step (tokamata.consume_tokens): per matcher, consume tokens[i] (-1: none)
+// then, with a bitmask, fill row rows[i] (MatcherCore::step), one work item per matcher in
+// batch_items' order (the order fill_bitmasks uses, so the pool gives a stable batch's matchers
+// to the same threads in both calls). Everything is checked before anything is consumed: ids
+// in [-1, vocab_size), one row per matcher, no matcher listed twice. status[i] gets the
+// ConsumeStatus, or kStepFailed when the matcher's step threw; the error of the first such
+// matcher (by index) is rethrown once every other matcher's step has run.
+constexpr uint8_t kStepFailed = 3;
+
+void consume_tokens(const std::vector<MatcherCore*>& matchers, const I32Array& tokens, std::optional<Bitmask>& bitmask,
+                    const I32Array& indices, Flags& status, int threads) {
+  const size_t count = matchers.size();
+  if (tokens.shape(0) != count) throw nb::value_error("one token per matcher");
+  if (status.shape(0) < count) throw nb::value_error("one status entry per matcher");
+  if (bitmask && indices.shape(0) != count) throw nb::value_error("one row index per matcher");
+  const int64_t width = bitmask ? static_cast<int64_t>(bitmask->shape(1)) : 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (!matchers[i]) throw nb::value_error("None is not a matcher");
+    const int32_t t = tokens.data()[i];
+    if (t < -1 || t >= matchers[i]->constraint().vocab_size()) throw nb::value_error("token id out of range");
+    if (!bitmask) continue;
+    if (indices.data()[i] < 0 || indices.data()[i] >= static_cast<int64_t>(bitmask->shape(0)))
+      throw nb::index_error("bitmask row index out of range");
+    if (width < matchers[i]->constraint().num_words()) throw nb::value_error("bitmask too narrow");
+  }
+  std::vector<size_t> order, groups;
+  batch_items(matchers, order, groups);
+  if (groups.size() != count + 1) throw nb::value_error("a matcher is listed twice");
+  uint32_t* base = bitmask ? reinterpret_cast<uint32_t*>(bitmask->data()) : nullptr;
+  const int32_t* rows = indices.data();
+  const int32_t* ids = tokens.data();
+  uint8_t* out = status.data();
+  std::mutex error_mu;
+  size_t error_index = count;
+  std::exception_ptr error;
+  {
+    nb::gil_scoped_release release;
+    WorkerPool::instance().run(threads, count, [&](size_t g) {
+      const size_t i = order[groups[g]];
+      try {
+        out[i] = static_cast<uint8_t>(matchers[i]->step(ids[i], base ? base + rows[i] * width : nullptr, width));
+      } catch (...) {
+        out[i] = kStepFailed;
+        std::lock_guard<std::mutex> guard(error_mu);
+        if (i < error_index) {
+          error_index = i;
+          error = std::current_exception();
+        }
+      }
+    });
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -716,6 +772,11 @@ NB_MODULE(_core, m) {
     fill_rows(matchers, bitmask, indices, threads,
               [&](size_t i, uint32_t* row, int64_t width) { matchers[i]->fill(row, width); });
   }, "matchers"_a, "bitmask"_a.noconvert(), "indices"_a, "threads"_a = 1);
+
+  m.def("consume_tokens", [](std::vector<MatcherCore*> matchers, I32Array tokens, std::optional<Bitmask> bitmask,
+                             I32Array indices, Flags status, int threads) {
+    consume_tokens(matchers, tokens, bitmask, indices, status, threads);
+  }, "matchers"_a, "tokens"_a, "bitmask"_a.noconvert().none(), "indices"_a, "status"_a.noconvert(), "threads"_a = 1);
 
   m.def("fill_bitmasks_draft", &fill_drafts, "matchers"_a, "tokens"_a, "offsets"_a, "bitmask"_a.noconvert(), "starts"_a,
         "threads"_a = 1, "accepting"_a.noconvert() = nb::none());

@@ -15,6 +15,10 @@
 //   change otherwise) and then agree with fill / consume.
 // - a ConstraintCore is shared by threads (one MatcherCore each): concurrent walks over a fresh
 //   constraint, whose rows are computed while others read them, see the same masks.
+// - step(token, row) (a batch's step) is consume then fill; on the worker pool, with the
+//   matchers consumed on one thread and filled on another at alternate steps (the mask a
+//   consume retires is released by the next fill, on the filling thread), the rows are the
+//   oracle's.
 // The oracle is a hand-written recognizer of (ab|c)* (greedy: "ab" and "c" start differently).
 #include <algorithm>
 #include <memory>
@@ -27,6 +31,7 @@
 #include "regex_oracle.hpp"
 #include "runner.hpp"
 #include "tokamata/matcher_core.hpp"
+#include "tokamata/worker_pool.hpp"
 
 using namespace tokamata;
 using namespace tokamata_test;
@@ -360,6 +365,43 @@ TEST(matcher_shared_constraint_across_threads) {
       CONTEXT("thread " << id);
       CHECK_EQ(mismatches[id], 0);
       CHECK(steps[id] >= 30);
+    }
+  }
+}
+
+TEST(matcher_steps_on_the_pool_and_fills_after_consumes_elsewhere) {
+  Fixture f = make_constraint(false);
+  constexpr size_t kMatchers = 9;
+  const int64_t words = f.constraint->num_words();
+  std::vector<std::unique_ptr<MatcherCore>> matchers;
+  for (size_t i = 0; i < kMatchers; ++i) matchers.push_back(std::make_unique<MatcherCore>(f.constraint));
+  std::vector<std::string> outputs(kMatchers);
+  std::vector<int32_t> tokens(kMatchers, -1);
+  std::vector<uint32_t> rows(kMatchers * static_cast<size_t>(words));
+  std::vector<int32_t> status(kMatchers);
+  uint64_t seed = 99;
+  for (int step = 0; step < 40; ++step) {
+    CONTEXT("step " << step);
+    if (step % 2 == 0) {  // a batch's step on two threads
+      WorkerPool::instance().run(2, kMatchers, [&](size_t i) {
+        status[i] = matchers[i]->step(tokens[i], rows.data() + i * static_cast<size_t>(words), words);
+      });
+    } else {  // consumed here, filled on the pool
+      for (size_t i = 0; i < kMatchers; ++i) status[i] = tokens[i] < 0 ? kAccepted : matchers[i]->consume(tokens[i]);
+      WorkerPool::instance().run(2, kMatchers, [&](size_t i) {
+        matchers[i]->fill(rows.data() + i * static_cast<size_t>(words), words);
+      });
+    }
+    for (size_t i = 0; i < kMatchers; ++i) {
+      const int32_t t = tokens[i];
+      const bool allowed = t >= 0 && t < static_cast<int32_t>(kTexts.size()) && live(outputs[i] + kTexts[t]);
+      CHECK_EQ(status[i], (t < 0 || allowed) ? kAccepted : kRefused);
+      if (allowed) outputs[i] += kTexts[t];
+      const std::vector<uint32_t> row(rows.begin() + static_cast<std::ptrdiff_t>(i * words),
+                                      rows.begin() + static_cast<std::ptrdiff_t>((i + 1) * words));
+      CHECK_EQ(set_bits(row), expected_allowed(outputs[i], false, false));
+      // next: mostly a text token (allowed or not), sometimes none
+      tokens[i] = next_random(seed, 5) == 0 ? -1 : static_cast<int32_t>(next_random(seed, 9));
     }
   }
 }

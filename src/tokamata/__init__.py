@@ -26,7 +26,7 @@ from .healing import heal
 from .errors import (InvalidArgument, InvalidSyntax, InvalidType, LimitExceeded, ParseError, SchemaError,
                      TokamataError, Unsupported, VocabularyError)
 from .limits import Limits
-from .matcher import Matcher, fill_bitmasks, fill_bitmasks_draft
+from .matcher import Matcher, consume_tokens, fill_bitmasks, fill_bitmasks_draft
 from .vocab import Vocabulary
 
 __version__ = "0.1.0"
@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Constraint", "ConstraintCache", "Matcher", "Vocabulary", "Limits", "compile_regex", "clear_caches",
     "CacheBounds", "cache_bounds", "cache_bytes", "set_cache_bounds", "allocate_bitmask", "apply_bitmask", "unpack_bitmask", "fill_bitmasks",
-    "fill_bitmasks_draft",
+    "fill_bitmasks_draft", "consume_tokens",
     "compile_grammar", "compile_gbnf", "compile_json", "compile_json_schema", "compile_grammar_ir", "compile_choice",
     "compile_structural_tag",
     "compile_type", "dumps",

@@ -272,6 +272,12 @@ def fill_bitmasks(matchers: Sequence[MatcherCore], bitmask: Any, indices: npt.ND
                   threads: int = 1) -> None:
     """Fill one bitmask row per matcher, without the GIL, on up to ``threads`` threads."""
 
+def consume_tokens(matchers: Sequence[MatcherCore], tokens: npt.NDArray[np.int32], bitmask: Any | None,
+                   indices: npt.NDArray[np.int32], status: npt.NDArray[np.uint8], threads: int = 1) -> None:
+    """A batch's step: matcher i consumes ``tokens[i]`` (-1: none), then fills row ``indices[i]``
+    when a bitmask is given, without the GIL, on up to ``threads`` threads; ``status[i]`` gets
+    0 accepted, 1 refused, 3 failed (the first failed matcher's error is raised after the batch)."""
+
 def fill_bitmasks_draft(matchers: Sequence[MatcherCore], tokens: npt.NDArray[np.int32],
                         offsets: npt.NDArray[np.int64], bitmask: Any, starts: npt.NDArray[np.int32],
                         threads: int = 1, accepting: npt.NDArray[np.uint8] | None = None) -> list[int]:

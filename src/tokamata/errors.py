@@ -20,6 +20,9 @@ Invariants:
     tuple, ``{}`` a value of a dict, ``|1`` the second option of a union); for a
     :class:`ParseError`, where in the value being built.
 
+  - ``index``: where in a batch: the position, in the list of matchers given to a batch call
+    (:func:`tokamata.consume_tokens`), of the matcher the error came from.
+
   A schema embedded with ``%json`` in a Lark grammar gives both: ``pointer`` inside the
   schema, and ``line``, ``column`` and ``span`` of the ``%json`` in the grammar ``text``.
 - ``message`` says what is wrong, never where; ``str(error)`` is the message with the place
@@ -53,14 +56,17 @@ Span = tuple[int, int]
 
 class TokamataError(Exception):
     """Base class of every error tokamata raises: ``message`` and where (``text``, ``span``,
-    ``line``, ``column``, ``pointer``; see the module docstring)."""
+    ``line``, ``column``, ``pointer``, ``path``, ``index``; see the module docstring)."""
+
+    index: int | None = None  # (a class default: errors pickled before it existed unpickle too)
 
     def __init__(self, message: str = "", *, text: str | None = None, span: Span | None = None,
                  line: int | None = None, column: int | None = None, pointer: str | None = None,
-                 path: str | None = None):
+                 path: str | None = None, index: int | None = None):
         super().__init__(message)
         self.message = message
         self.path = path
+        self.index = index
         self.text = text
         self.span = span
         self.line = line
@@ -74,6 +80,8 @@ class TokamataError(Exception):
             where = f" at {self.pointer or '/'}"
         if self.path is not None:
             where += f" in {self.path}"
+        if self.index is not None:
+            where += f" (batch entry {self.index})"
         place = ""
         if self.line is not None:
             in_json = "in %json at " if self.pointer is not None else ""

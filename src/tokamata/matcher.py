@@ -49,7 +49,7 @@ from . import _core
 from .bitmask import check_bitmask
 from .errors import InvalidArgument, TokamataError, Unsupported
 
-__all__ = ["Matcher", "fill_bitmasks", "fill_bitmasks_draft"]
+__all__ = ["Matcher", "consume_tokens", "fill_bitmasks", "fill_bitmasks_draft"]
 
 class Matcher:
     """Where one sequence is in a :class:`~tokamata.Constraint`.
@@ -392,6 +392,143 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
         raise
 
 
+def consume_tokens(matchers: Sequence[Matcher], tokens: Sequence[int], bitmask=None,
+                   indices: Sequence[int] | None = None, *, threads: int = 1) -> np.ndarray:
+    """A server's decoding step for a batch, in one call that releases the GIL for the whole
+    batch: matcher ``i`` consumes ``tokens[i]`` (``-1``: nothing, e.g. a request that has just
+    joined the batch), then, when ``bitmask`` is given, fills row ``indices[i]`` (default
+    ``i``) with its next allowed tokens: what ``consume`` then ``fill_bitmask`` do, per matcher.
+    Returns a bool array: ``accepted[i]`` is what ``matchers[i].consume(tokens[i])`` returns
+    (True for ``-1``). ``threads > 1`` spreads the matchers over that many threads; a matcher's
+    consume and fill run on the same thread (the position the consume writes is what the fill
+    reads), and a batch listed in the same order keeps its matchers on the same threads from
+    step to step, here and in :func:`fill_bitmasks`.
+
+    - Everything is checked before anything is consumed or written (:class:`InvalidArgument`):
+      ids in ``[-1, vocab_size)``, one token (and row) per matcher, no matcher listed twice.
+    - A refused token leaves its matcher where it was; its row is that position's mask.
+    - When a matcher's consume or fill raises (a :class:`LimitExceeded`), every other matcher
+      is consumed and filled as without it; that matcher is left where it was before the call
+      (nothing consumed) and its row holds that position's mask (all zeros when that cannot
+      be filled either). The error of the first such matcher is raised once the whole batch
+      has run, with ``index`` its position in ``matchers``; any other failing matcher is left
+      the same way (its ``num_consumed`` did not move).
+    - Matchers with token filters (``canonical=True``, ``token_filters``) consume one by one
+      in Python before the batch (their filter state lives there); their rows are filtered
+      after it.
+
+    >>> import tokamata
+    >>> vocab = tokamata.Vocabulary.from_token_bytes([b"a", b"b", None], eos_token_ids=[2])
+    >>> c = tokamata.compile_regex("a+b", vocab)
+    >>> batch = [c.matcher(), c.matcher(), c.matcher()]
+    >>> bitmask = tokamata.allocate_bitmask(3, vocab.size)
+    >>> tokamata.consume_tokens(batch, [0, 1, -1], bitmask).tolist()   # "b" cannot start
+    [True, False, True]
+    >>> bitmask[:, 0].tolist()     # after "a": "a" or "b"; the other two are still at the start
+    [3, 1, 1]
+    """
+    try:
+        matchers = list(matchers)
+    except TypeError:
+        raise InvalidArgument(f"consume_tokens takes a sequence of Matcher objects, got "
+                              f"{type(matchers).__name__}") from None
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
+        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+    ids = _step_tokens(tokens, len(matchers))
+    if bitmask is None:
+        if indices is not None:
+            raise InvalidArgument("row indices without a bitmask")
+        rows = _ROWS[:0]
+    elif indices is None:
+        rows = _ROWS[: len(matchers)] if len(matchers) <= len(_ROWS) else np.arange(len(matchers), dtype=np.int32)
+    else:
+        rows = _row_indices(indices)
+        if rows.shape != (len(matchers),):
+            raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {len(matchers)}")
+    status = np.zeros(len(matchers), dtype=np.uint8)
+    failed: list[tuple[int, TokamataError]] = []
+    filtered: dict[int, int] = {}  # matchers with token filters: their consume's status
+    moved: set[int] = set()        # those of them that consumed their token
+    try:
+        cores = list(map(_CORE_OF, matchers))
+        engines = cores
+        if not set(map(type, cores)) <= _NATIVE_CORES:  # (their consume goes through the filter, in Python)
+            _diagnose_step(matchers, ids, bitmask, rows)  # (nothing may be consumed before the checks)
+            ids = ids.copy()
+            for i, c in enumerate(cores):
+                if type(c) in _NATIVE_CORES:
+                    continue
+                filtered[i], token, ids[i] = 0, int(ids[i]), -1
+                try:
+                    if token >= 0:
+                        filtered[i] = c.consume(token)
+                        if filtered[i] == 0:
+                            moved.add(i)
+                except TokamataError as error:
+                    filtered[i] = _STEP_FAILED
+                    failed.append((i, error))
+            engines = [getattr(c, "core", c) for c in cores]
+        try:
+            _core.consume_tokens(engines, ids, bitmask, rows, status, int(threads))
+        except TokamataError as error:  # (the first failed matcher's; every other step has run)
+            failed.append((int(np.flatnonzero(status == _STEP_FAILED)[0]), error))
+        for i, consumed in filtered.items():
+            if status[i] == _STEP_FAILED:  # its fill failed: all or nothing, as for the others
+                if i in moved:
+                    cores[i].rollback(1)
+                continue
+            status[i] = consumed
+            if bitmask is not None:
+                cores[i].filter_row(bitmask, int(rows[i]))
+    except (AttributeError, TypeError, ValueError, IndexError):
+        _diagnose_step(matchers, ids, bitmask, rows)
+        raise
+    if failed:
+        index, error = min(failed, key=lambda pair: pair[0])
+        error.index = index
+        raise error
+    return status == 0
+
+
+def _step_tokens(tokens, count: int) -> np.ndarray:
+    """One token per matcher as a 1-D int32 array (``-1``: none), or InvalidArgument (the core
+    checks each id against its matcher's vocabulary)."""
+    if isinstance(tokens, np.ndarray) and tokens.dtype.kind in "iu" and tokens.ndim == 1:
+        ids = tokens.astype(np.int64)
+    else:
+        if isinstance(tokens, (str, bytes, bytearray, memoryview)) or not isinstance(tokens, Iterable):
+            raise InvalidArgument(f"tokens must be a sequence of ints, one per matcher, got {type(tokens).__name__}")
+        try:
+            ids = np.asarray([t if type(t) is int else _token_id(t) for t in tokens], dtype=np.int64)
+        except OverflowError:
+            raise InvalidArgument("token id out of range") from None
+    if ids.shape != (count,):
+        raise InvalidArgument(f"need one token per matcher, got {len(ids)} for {count}")
+    if count and (int(ids.min()) < -1 or int(ids.max()) >= _INT32_END):
+        raise InvalidArgument(f"token ids must be in [-1, vocab_size), got {int(ids.min())}..{int(ids.max())}")
+    return ids.astype(np.int32)
+
+
+def _diagnose_step(matchers: list, ids: np.ndarray, bitmask, rows: np.ndarray) -> None:
+    """Raises the InvalidArgument that names what consume_tokens' core refused (nothing was
+    consumed or written), or returns when none applies."""
+    for i, m in enumerate(matchers):
+        if not isinstance(m, Matcher):
+            raise InvalidArgument(f"consume_tokens takes Matcher objects, got {type(m).__name__}", index=i) from None
+        if not -1 <= int(ids[i]) < m.constraint.vocab_size:
+            raise InvalidArgument(f"token id {int(ids[i])} out of range [-1, {m.constraint.vocab_size})",
+                                  index=i) from None
+    seen: dict[int, int] = {}
+    for i, m in enumerate(matchers):
+        if seen.setdefault(id(m), i) != i:
+            raise InvalidArgument(f"a matcher is listed twice (entries {seen[id(m)]} and {i})", index=i) from None
+    if bitmask is not None:
+        for size in {m.constraint.vocab_size for m in matchers} or {1}:
+            check_bitmask(bitmask, size)
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(bitmask)):
+            raise InvalidArgument(f"row indices must be in [0, {len(bitmask)})") from None
+
+
 def fill_bitmasks_draft(matchers: Sequence[Matcher], drafts: Sequence[Iterable[int]], bitmask,
                         starts: Sequence[int] | None = None, *, threads: int = 1, accepting=None) -> np.ndarray:
     """:meth:`Matcher.fill_bitmask_draft` for a batch, in one call that releases the GIL for the
@@ -556,6 +693,7 @@ def _row_indices(indices) -> np.ndarray:
 
 
 _INT32_END = 2**31
+_STEP_FAILED = 3  # (consume_tokens' status of a matcher whose step raised)
 _NO_BOUND = 2**31 - 1  # (the core's kNoBound)
 
 
