@@ -178,6 +178,90 @@ def _lockstep_fill_ns(constraints, token_lists, buf, threads: int) -> tuple[floa
     return total, steps
 
 
+#: how a lockstep step consumes (``_lockstep_step_ns``)
+STEP_MODES = {
+    "main": "each matcher's consume on the main thread, then fill_bitmasks (the issue's check, as a server does it today)",
+    "batched": "tokamata.consume_tokens(batch, tokens, threads=k), then fill_bitmasks (same order: same threads)",
+    "fused": "tokamata.consume_tokens(batch, tokens, bitmask, threads=k): consume and fill in one call",
+}
+
+
+def _lockstep_step_ns(constraints, token_lists, buf, threads: int, mode: str) -> tuple[int, int, int, int]:
+    """One lockstep decoding where each step consumes the previous token of every active matcher
+    and then fills its row (``mode``: STEP_MODES); returns the ns spent in fill_bitmasks (0 for
+    "fused", where the fill is inside the step's one call), the ns of the whole steps (consumes
+    and fill), the main thread's CPU ns over the pass (time.thread_time: no time while another
+    process holds the core) and the process's context switches over the pass."""
+    import resource
+
+    matchers = [c.matcher() for c in constraints]
+    clock, cpu = time.perf_counter_ns, time.thread_time_ns
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    switches = usage.ru_nvcsw + usage.ru_nivcsw
+    fill = whole = 0
+    cpu0 = cpu()
+    for step in range(max(len(t) for t in token_lists) + 1):
+        active = [i for i, t in enumerate(token_lists) if step <= len(t)]
+        batch = [matchers[i] for i in active]
+        tokens = [token_lists[i][step - 1] if step else -1 for i in active]
+        t0 = clock()
+        if mode == "fused":
+            tokamata.consume_tokens(batch, tokens, buf, threads=threads)
+            t1 = t2 = clock()
+        else:
+            if step and mode == "main":
+                for m, t in zip(batch, tokens):
+                    m.consume(t)
+            elif step:
+                tokamata.consume_tokens(batch, tokens, threads=threads)
+            t1 = clock()
+            tokamata.fill_bitmasks(batch, buf, threads=threads)
+            t2 = clock()
+        fill += t2 - t1
+        whole += t2 - t0
+    cpu_ns = cpu() - cpu0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return fill, whole, cpu_ns, usage.ru_nvcsw + usage.ru_nivcsw - switches
+
+
+def bench_steps(constraints, token_lists, buf, repeats: int) -> dict:
+    """Warm lockstep steps in every STEP_MODES mode on 1 and 2 threads (the constraints built
+    every mask in a first pass), passes interleaved 1, 2, 2, 1, ... and modes rotating; medians
+    over passes of fill ms, step ms, main-thread CPU ms and context switches."""
+    for mode in STEP_MODES:
+        for threads in (1, 2):
+            _lockstep_step_ns(constraints, token_lists, buf, threads, mode)
+    runs = {(mode, t): [] for mode in STEP_MODES for t in (1, 2)}
+    for r in range(repeats):
+        for mode in list(STEP_MODES)[r % 3:] + list(STEP_MODES)[:r % 3]:
+            for threads in ((1, 2) if r % 2 == 0 else (2, 1)):
+                runs[mode, threads].append(_lockstep_step_ns(constraints, token_lists, buf, threads, mode))
+    out = {}
+    for (mode, threads), passes in runs.items():
+        out.setdefault(mode, {})[threads] = {
+            "fill_ms": statistics.median(p[0] for p in passes) / 1e6,
+            "step_ms": statistics.median(p[1] for p in passes) / 1e6,
+            "cpu_ms": statistics.median(p[2] for p in passes) / 1e6,
+            "switches": statistics.median(p[3] for p in passes),
+        }
+    return out
+
+
+def print_steps(steps: dict, indent: str = "  ") -> list[str]:
+    """The step table (markdown lines), printed too."""
+    lines = ["| consume | fill 1 thread | 2 threads | speed-up | step 1 thread | 2 threads | speed-up "
+             "| main CPU 1 / 2 | ctx switches 1 / 2 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for mode, t in steps.items():
+        fill = (f"{t[1]['fill_ms']:.2f} ms | {t[2]['fill_ms']:.2f} ms | {t[1]['fill_ms'] / t[2]['fill_ms']:.2f}x"
+                if t[2]["fill_ms"] else "(in the step) | | ")
+        lines.append(f"| {mode} | {fill} | {t[1]['step_ms']:.2f} ms | {t[2]['step_ms']:.2f} ms | "
+                     f"{t[1]['step_ms'] / t[2]['step_ms']:.2f}x | {t[1]['cpu_ms']:.2f} / {t[2]['cpu_ms']:.2f} ms "
+                     f"({t[1]['cpu_ms'] / t[2]['cpu_ms']:.2f}x) | {t[1]['switches']:.0f} / {t[2]['switches']:.0f} |")
+    for line in lines:
+        print(indent + line, flush=True)
+    return lines
+
+
 def thread_workload(vocab, path: str, count: int) -> tuple[list, list[list[int]], str]:
     """(schemas, instance tokens (at most 256 each), source) of ``count`` matchers that compile
     and accept their instance (bench_fill_threads.py measures the same batch)."""
@@ -215,6 +299,10 @@ def bench_threads(vocab, path: str, count: int, repeats: int) -> dict:
         result[f"{kind}_runs_ms"] = {t: [x / 1e6 for x in v] for t, v in times.items()}
         print(f"  {kind}: 1 thread {result[kind][1]:.2f} ms, 2 threads {result[kind][2]:.2f} ms "
               f"(speed-up {result[kind][1] / result[kind][2]:.2f}x)", flush=True)
+    # the same batch, each step consuming then filling, three ways (STEP_MODES)
+    print("  steps (warm; consume then fill):", flush=True)
+    result["steps"] = bench_steps(constraints, token_lists, buf, repeats)
+    print_steps(result["steps"], "    ")
     return result
 
 
@@ -288,6 +376,13 @@ def report(rows: list[dict], threads: dict, repeats: int) -> str:
     speedup = threads["warm"][1] / threads["warm"][2]
     lines += ["", f"**Target**: two threads at least {TARGET_THREADS}x faster than one (warm pass): {speedup:.2f}x: "
                   f"**{'PASS' if speedup >= TARGET_THREADS else 'FAIL'}**.", ""]
+    if "steps" in threads:
+        lines += ["### The whole step: consume, then fill", "",
+                  "The same batch (warm), each step consuming every active matcher's previous token and then "
+                  "filling its row: " + "; ".join(f"**{k}**: {v}" for k, v in STEP_MODES.items()) + ". Medians "
+                  "over passes; main CPU is the main thread's CPU time (time.thread_time), ctx switches the "
+                  "process's per pass.", ""]
+        lines += print_steps(threads["steps"], "") + [""]
     return "\n".join(lines)
 
 

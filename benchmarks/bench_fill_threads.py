@@ -19,6 +19,17 @@ halves rounded up, over the steps: a batch of 3 takes two fills' time on two thr
 ``serial``: the wall time per pass of ``fill_bitmasks`` on empty batches (Python wrapper +
 binding, one per step), which two threads cannot shorten.
 
+A second measurement, beside the first (which stays the issue's check as written): the same
+batches with each step consuming every active matcher's previous token and then filling its row,
+three ways (``bench_engine.STEP_MODES``): ``main`` (consume on the main thread, matcher by
+matcher, then ``fill_bitmasks``: the first measurement's order), ``batched``
+(``tokamata.consume_tokens(batch, tokens, threads=k)`` then ``fill_bitmasks``: consume and fill
+of a matcher on the same pool thread) and ``fused`` (``consume_tokens`` with the bitmask: one
+call per step). Reported per mode: the fill calls alone and the whole steps (median pass, 1 and
+2 threads), the main thread's CPU time (``time.thread_time``: it does not count time another
+process held the core; the caller spins while a worker runs an item it claimed, so on two
+threads it is the step's critical path) and the process's context switches per pass.
+
 Process CPU time is not reported: Linux accounts another running thread's CPU time at
 scheduler ticks (4 ms here), far coarser than a 20 us call, and the pool's worker spins
 between calls by design (worker_pool.hpp), so CPU(2 threads) / CPU(1 thread) measures neither
@@ -43,7 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import tokamata  # noqa: E402
-from bench_engine import thread_workload  # noqa: E402
+from bench_engine import STEP_MODES, bench_steps, print_steps, thread_workload  # noqa: E402
 from workload import CASES, TokenizerData, encode_instance, llama3_tokenizer_path  # noqa: E402
 
 
@@ -112,6 +123,14 @@ def measure(name: str, constraints, token_lists, buf, repeats: int, rt: bool) ->
     return result
 
 
+def measure_steps(name: str, constraints, token_lists, buf, repeats: int, rt: bool) -> dict:
+    with realtime(rt):
+        steps = bench_steps(constraints, token_lists, buf, repeats)
+    print(f"  {name}, whole steps (consume then fill: {', '.join(STEP_MODES)}):", flush=True)
+    print_steps(steps, "    ")
+    return steps
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--matchers", type=int, default=64)
@@ -129,11 +148,13 @@ def main(argv=None) -> int:
         schemas, token_lists, _ = thread_workload(vocab, path, args.matchers)
         constraints = [tokamata.compile_json_schema(s, vocab) for s in schemas]
         measure("schema", constraints, token_lists, buf, args.repeats, args.rt)
+        measure_steps("schema", constraints, token_lists, buf, args.repeats, args.rt)
     if args.only != "schema":
         cases = [CASES[i % len(CASES)] for i in range(args.matchers)]
         constraints = [tokamata.compile_regex(c.pattern, vocab) for c in cases]
         token_lists = [encode_instance(path, c.instance)[:256] for c in cases]
         measure("regex", constraints, token_lists, buf, args.repeats, args.rt)
+        measure_steps("regex", constraints, token_lists, buf, args.repeats, args.rt)
     return 0
 
 
