@@ -17,7 +17,12 @@ namespace tokamata {
 ConsumeStatus MatcherCore::step(int32_t token, uint32_t* out, int64_t num_words) {
   const size_t before = history_length();
   try {
-    const ConsumeStatus status = token < 0 ? kAccepted : consume(token);
+    ConsumeStatus status = kAccepted;
+    if (token >= 0) {  // (the cached path first, as the binding's consume does)
+      const int32_t quick = consume_if_cached(token);
+      status = quick >= 0 ? static_cast<ConsumeStatus>(quick) : consume(token);
+      if (quick == kAccepted && constraint_->sweep_due()) constraint_->sweep_if_due();
+    }
     if (out) fill(out, num_words);
     return status;
   } catch (...) {

@@ -7,8 +7,10 @@ Invariants:
 - ``fill_bitmask`` sets exactly the tokens ``consume`` accepts. EOS is allowed exactly when
   the output so far is complete; consuming it terminates the matcher, after which only EOS
   is set in bitmasks and ``allowed_tokens`` is empty.
-- ``fill_bitmask``, ``consume``, ``consume_many``, ``is_accepting`` and ``fill_bitmasks``
-  run without the GIL. A matcher is used by one thread at a time; constraints are shared.
+- ``fill_bitmask``, ``consume``, ``consume_many``, ``is_accepting``, ``fill_bitmasks`` and
+  ``consume_tokens`` run without the GIL. A matcher is used by one thread at a time;
+  constraints are shared. ``consume_tokens`` (a batch's step: consume, then fill) is all or
+  nothing per matcher: a matcher whose step raises is back where it was.
 - ``copy.copy``/``copy.deepcopy`` give an independent matcher at the same position over the
   same (shared) constraint; a matcher does not pickle (its constraint does).
 - Argument errors (token ids out of range, bitmask of the wrong dtype/shape/device) raise
@@ -40,6 +42,7 @@ Invariants:
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
@@ -432,8 +435,9 @@ def consume_tokens(matchers: Sequence[Matcher], tokens: Sequence[int], bitmask=N
     except TypeError:
         raise InvalidArgument(f"consume_tokens takes a sequence of Matcher objects, got "
                               f"{type(matchers).__name__}") from None
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
-        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+    if type(threads) is not int or not 1 <= threads <= 256:
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
+            raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
     ids = _step_tokens(tokens, len(matchers))
     if bitmask is None:
         if indices is not None:
@@ -447,39 +451,16 @@ def consume_tokens(matchers: Sequence[Matcher], tokens: Sequence[int], bitmask=N
             raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {len(matchers)}")
     status = np.zeros(len(matchers), dtype=np.uint8)
     failed: list[tuple[int, TokamataError]] = []
-    filtered: dict[int, int] = {}  # matchers with token filters: their consume's status
-    moved: set[int] = set()        # those of them that consumed their token
     try:
-        cores = list(map(_CORE_OF, matchers))
-        engines = cores
-        if not set(map(type, cores)) <= _NATIVE_CORES:  # (their consume goes through the filter, in Python)
-            _diagnose_step(matchers, ids, bitmask, rows)  # (nothing may be consumed before the checks)
-            ids = ids.copy()
-            for i, c in enumerate(cores):
-                if type(c) in _NATIVE_CORES:
-                    continue
-                filtered[i], token, ids[i] = 0, int(ids[i]), -1
-                try:
-                    if token >= 0:
-                        filtered[i] = c.consume(token)
-                        if filtered[i] == 0:
-                            moved.add(i)
-                except TokamataError as error:
-                    filtered[i] = _STEP_FAILED
-                    failed.append((i, error))
-            engines = [getattr(c, "core", c) for c in cores]
-        try:
-            _core.consume_tokens(engines, ids, bitmask, rows, status, int(threads))
+        cores = list(map(_CORE_OF, matchers))  # (C-level loops: this part runs on one thread)
+        try:  # (all native cores: the common case, checked by the binding's conversion)
+            _core.consume_tokens(cores, ids, bitmask, rows, status, int(threads))
+        except TypeError:
+            if set(map(type, cores)) <= _NATIVE_CORES:
+                raise
+            _step_filtered(matchers, cores, ids, bitmask, rows, status, int(threads), failed)
         except TokamataError as error:  # (the first failed matcher's; every other step has run)
             failed.append((int(np.flatnonzero(status == _STEP_FAILED)[0]), error))
-        for i, consumed in filtered.items():
-            if status[i] == _STEP_FAILED:  # its fill failed: all or nothing, as for the others
-                if i in moved:
-                    cores[i].rollback(1)
-                continue
-            status[i] = consumed
-            if bitmask is not None:
-                cores[i].filter_row(bitmask, int(rows[i]))
     except (AttributeError, TypeError, ValueError, IndexError):
         _diagnose_step(matchers, ids, bitmask, rows)
         raise
@@ -490,9 +471,51 @@ def consume_tokens(matchers: Sequence[Matcher], tokens: Sequence[int], bitmask=N
     return status == 0
 
 
+def _step_filtered(matchers: list, cores: list, ids: np.ndarray, bitmask, rows: np.ndarray, status: np.ndarray,
+                   threads: int, failed: list) -> None:
+    """consume_tokens with matchers whose token filter lives in Python (canonical=True,
+    token_filters): they consume one by one here, then step in the native batch without a token
+    (a fill), and their rows are filtered after it; a failure is all or nothing as in the core."""
+    _diagnose_step(matchers, ids, bitmask, rows)  # (nothing may be consumed before the checks)
+    ids = ids.copy()
+    filtered: dict[int, int] = {}  # their consume's status
+    moved: set[int] = set()        # those that consumed their token
+    for i, c in enumerate(cores):
+        if type(c) in _NATIVE_CORES:
+            continue
+        filtered[i], token, ids[i] = 0, int(ids[i]), -1
+        try:
+            if token >= 0:
+                filtered[i] = c.consume(token)
+                if filtered[i] == 0:
+                    moved.add(i)
+        except TokamataError as error:
+            filtered[i] = _STEP_FAILED
+            failed.append((i, error))
+    try:
+        _core.consume_tokens([getattr(c, "core", c) for c in cores], ids, bitmask, rows, status, threads)
+    except TokamataError as error:
+        failed.append((int(np.flatnonzero(status == _STEP_FAILED)[0]), error))
+    for i, consumed in filtered.items():
+        if status[i] == _STEP_FAILED:  # its fill failed: undo its consume too
+            if i in moved:
+                cores[i].rollback(1)
+            continue
+        status[i] = consumed
+        if bitmask is not None:
+            cores[i].filter_row(bitmask, int(rows[i]))
+
+
 def _step_tokens(tokens, count: int) -> np.ndarray:
     """One token per matcher as a 1-D int32 array (``-1``: none), or InvalidArgument (the core
     checks each id against its matcher's vocabulary)."""
+    if type(tokens) is list:  # (a server's list of ints: one C-level conversion; ranges are checked natively)
+        try:
+            ids = np.frombuffer(array("i", tokens), dtype=np.int32)
+        except (TypeError, OverflowError):
+            ids = None
+        if ids is not None and len(ids) == count:
+            return ids
     if isinstance(tokens, np.ndarray) and tokens.dtype.kind in "iu" and tokens.ndim == 1:
         ids = tokens.astype(np.int64)
     else:

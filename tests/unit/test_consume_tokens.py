@@ -124,7 +124,7 @@ def test_argument_errors_consume_nothing(gpt2, cases):
     bad = [
         ((batch + [batch[1]], tokens + [tokens[1]], None), 4),         # listed twice
         ((batch, tokens[:2] + [gpt2.vocab.size] + tokens[3:], bitmask), 2),
-        ((batch, tokens[:3] + [-2], bitmask), None),
+        ((batch, tokens[:3] + [-2], bitmask), 3),
         ((batch, tokens, bitmask[:3]), None),                          # too few rows
         ((batch, tokens[:3], bitmask), None),
         ((batch[:2] + ["m"] + batch[3:], tokens, bitmask), 2),
