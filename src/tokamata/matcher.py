@@ -465,9 +465,9 @@ def consume_tokens(matchers: Sequence[Matcher], tokens: Sequence[int], bitmask=N
         _diagnose_step(matchers, ids, bitmask, rows)
         raise
     if failed:
-        index, error = min(failed, key=lambda pair: pair[0])
-        error.index = index
-        raise error
+        index, first = min(failed, key=lambda pair: pair[0])
+        first.index = index
+        raise first
     return status == 0
 
 
