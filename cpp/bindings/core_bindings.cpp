@@ -679,7 +679,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_matchers", &ConstraintCore::num_matchers)
       .def_prop_ro("num_lexer_states", [](const ConstraintCore& c) { return c.lexer().num_states(); })
       .def_prop_ro("num_cached_rows", [](const ConstraintCore& c) { return c.lexer().num_cached_rows(); })
-      .def_prop_ro("row_bytes", &ConstraintCore::row_bytes);
+      .def_prop_ro("row_bytes", &ConstraintCore::row_bytes)
+      .def_prop_ro("table_bytes", [](const ConstraintCore& c) { return c.lexer().table_bytes(); });
 
   nb::class_<MatcherCore>(m, "MatcherCore")
       .def("__init__", [](MatcherCore* self, std::shared_ptr<ConstraintCore> constraint, nb::bytes prefix) {

@@ -133,6 +133,11 @@ void DerivativeDfa::expand(LazyDfa& dfa, int32_t state, int32_t cls) {
   own(state);
   const std::vector<uint8_t>& starts = own_[state].starts;
   const size_t count = starts.size();
+  {  // the state's own intervals are the slots of its row (published once)
+    int32_t firsts[256];
+    for (size_t i = 0; i < count; ++i) firsts[i] = class_map_[starts[i]];
+    dfa.set_shape(state, firsts, static_cast<int32_t>(count));
+  }
   const int32_t start_byte = class_starts_[cls];
   const size_t requested = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), start_byte) - starts.begin()) - 1;
   size_t computed;

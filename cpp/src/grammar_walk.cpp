@@ -274,7 +274,7 @@ void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* 
   const uint8_t* class_map = dfa.class_map();
   std::vector<WalkItem>& items = walk_items_;
   items.clear();
-  for (const Config& c : buf) items.push_back(WalkItem{c.parser, c.state, dfa.row_ptr(c.state)});
+  for (const Config& c : buf) items.push_back(WalkItem{c.parser, c.state, dfa.row(c.state)});
   std::vector<uint32_t>& levels = walk_levels_;  // where each open level's items begin
   levels.clear();
   levels.push_back(0);
@@ -297,12 +297,15 @@ void GrammarCore::walk_below(uint32_t root, std::vector<Config>& buf, uint32_t* 
       } else {
         unsorted = true;
       }
-      items.push_back(WalkItem{parser, state, dfa.row_ptr(state)});
+      items.push_back(WalkItem{parser, state, dfa.row(state)});
     };
     for (size_t i = begin; i < stop; ++i) {
       const WalkItem c = items[i];
-      int32_t next = c.row[cls].load(std::memory_order_acquire);
-      if (next == kUnknown) next = dfa.step_class(c.state, cls);
+      int32_t next = c.row.at(cls);
+      if (next == kUnknown) {
+        next = dfa.step_class(c.state, cls);
+        items[i].row = dfa.row(c.state);  // the row may have been published by that expansion
+      }
       if (next < 0) continue;
       add(c.parser, next);
       if (inner && dfa.accepting(next)) {

@@ -1,4 +1,4 @@
-// Lazy DFA storage, the trie walk, and the per-state row cache; see token_row.hpp.
+// The trie walk and the per-state row cache; see token_row.hpp.
 #include "tokamata/token_row.hpp"
 
 #include "tokamata/token_slices.hpp"
@@ -7,42 +7,6 @@
 #include <cstring>
 
 namespace tokamata {
-
-LazyDfa::LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_states, Expander expand)
-    : num_classes_(num_classes), max_states_(max_states), expand_(std::move(expand)) {
-  if (num_classes <= 0 || num_classes > 256 || max_states <= 0) throw std::invalid_argument("bad DFA sizes");
-  std::memcpy(class_map_, class_map, 256);
-  for (int b = 0; b < 256; ++b) {
-    if (class_map_[b] >= num_classes) throw std::invalid_argument("class map out of range");
-  }
-  blocks_.resize(static_cast<size_t>(max_states / kBlockStates + 1));
-  accepting_.reserve(static_cast<size_t>(max_states));
-  keys_.reserve(static_cast<size_t>(max_states));
-}
-
-void LazyDfa::add_states(const uint8_t* accepting, const int64_t* keys, int32_t count) {
-  if (count < 0 || num_states_ + count > max_states_) throw LimitError("max_dfa_states", static_cast<double>(num_states_) + count, max_states_);
-  for (int32_t i = 0; i < count; ++i) {
-    const int32_t s = num_states_ + i;
-    auto& block = blocks_[s / kBlockStates];
-    if (!block) {
-      const size_t size = static_cast<size_t>(kBlockStates) * num_classes_;
-      block.reset(new std::atomic<int32_t>[size]);
-      for (size_t k = 0; k < size; ++k) block[k].store(kUnknown, std::memory_order_relaxed);
-    }
-    accepting_.push_back(accepting[i]);
-    keys_.push_back(keys[i]);
-  }
-  num_states_ += count;
-}
-
-void LazyDfa::set_entries(int32_t state, int32_t first, int32_t last, int32_t target) {
-  if (state < 0 || state >= num_states_) throw std::invalid_argument("set_entries: bad state");
-  if (first < 0 || last >= num_classes_ || first > last) throw std::invalid_argument("set_entries: bad classes");
-  if (target < kDead || target >= num_states_) throw std::invalid_argument("set_entries: bad target");
-  std::atomic<int32_t>* row = blocks_[state / kBlockStates].get() + (state % kBlockStates) * num_classes_;
-  for (int32_t c = first; c <= last; ++c) row[c].store(target, std::memory_order_release);
-}
 
 void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row,
                std::vector<std::pair<uint32_t, int32_t>>* accepting_nodes, const uint32_t* node_map,
@@ -56,18 +20,21 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
   const uint8_t* class_map = dfa.class_map();
   uint32_t* bits = row.words();
   const size_t depth = static_cast<size_t>(trie.max_depth()) + 2;
-  std::vector<const std::atomic<int32_t>*> rows(depth);
+  std::vector<DfaRow> rows(depth);
   std::vector<int32_t> states(depth);
   int32_t top = 0;
   states[0] = state;
-  rows[0] = dfa.row_ptr(state);
+  rows[0] = dfa.row(state);
   size_t p = root + 1;
   int32_t allowed = 0;
   while (p < n) {
     const TrieNode& node = nodes[p];
     const int32_t cls = class_map[node.byte];
-    int32_t next = rows[top][cls].load(std::memory_order_acquire);
-    if (next == kUnknown) next = dfa.step_class(states[top], cls);
+    int32_t next = rows[top].at(cls);
+    if (next == kUnknown) {
+      next = dfa.step_class(states[top], cls);
+      rows[top] = dfa.row(states[top]);  // the row may have been published by that expansion
+    }
     if (next >= 0) {
       for (int32_t k = 0; k < node.token_count; ++k) {
         const int32_t t = token_ids[node.token_begin + k];
@@ -80,7 +47,7 @@ void walk_trie(const TokenTrie& trie, LazyDfa& dfa, int32_t state, TokenRow& row
         }
         ++top;
         states[top] = next;
-        rows[top] = dfa.row_ptr(next);
+        rows[top] = dfa.row(next);
       } else {
         top -= node.num_parents - 1;
       }

@@ -226,6 +226,10 @@ class ConstraintCore:
     def row_bytes(self) -> int:
         """Bytes held by the distinct cached masks and the lexer's cached rows, in their compact
         forms (a row is dense, or the words that differ from zeros, ones or a slice's row)."""
+    @property
+    def table_bytes(self) -> int:
+        """Bytes held by the lexer DFA's transition table (state records, one target per own
+        byte interval of each expanded state, the interned class-to-interval shapes)."""
 
 class MatcherCore:
     """One sequence's position in a ConstraintCore, with its history; every method that may

@@ -208,7 +208,8 @@ class Constraint:
         states and masks are built lazily): every distinct cached mask (positions with equal
         masks share one) and token row at its compact size (a dense row is ``ceil(V/32) * 4``
         bytes; most are stored as the words that differ from zeros, ones or one of the
-        vocabulary's slice rows), 1 KiB per lexer state (its transition table), 512 bytes per
+        vocabulary's slice rows), the lexer DFA's transition table (one target per own byte
+        interval of each expanded state, the class-to-interval shapes stored once), 512 bytes per
         Earley set, and 64 bytes per grammar symbol. Rows shared with other constraints of the
         vocabulary count in full here (an over-estimate); the vocabulary's own trie and slices
         are not counted (one per vocabulary, not per constraint).
@@ -223,7 +224,7 @@ class Constraint:
         if symbols is None:
             symbols = sum(len(rule.rhs) + 1 for rule in self.grammar.rules) + len(self.grammar.terminals)
             self.__dict__["_symbols"] = symbols
-        return (core.row_bytes + core.num_lexer_states * 1024
+        return (core.row_bytes + core.table_bytes
                 + self.num_parser_states * 512 + symbols * 64)
 
     @property

@@ -227,7 +227,7 @@ class GrammarCore {
   static std::atomic<size_t>& scratch_cap_storage();
   struct WalkItem {
     int32_t parser, state;
-    const std::atomic<int32_t>* row;  // the DFA row of `state`
+    DfaRow row;  // the DFA row of `state`
   };
   std::vector<WalkItem> walk_items_;
   std::vector<uint32_t> walk_levels_;

@@ -1,11 +1,8 @@
-// A constraint's byte DFA (expanded lazily through a callback) and its cached token rows.
+// A constraint's cached token rows over its lazy byte DFA (lazy_dfa.hpp).
 //
 // Invariants:
-// - Transition table entries are DEAD (-1), UNKNOWN (-2, not computed yet) or a state; an
-//   unknown entry is computed through the expander, which fills a run of classes at once.
-//   The table lives in fixed-size blocks that never move, so a reader never sees a
-//   reallocation; an entry changes at most once (UNKNOWN -> value) and before any row that
-//   depends on it is published.
+// - The DFA (lazy_dfa.hpp) is expanded through its expander; an entry changes at most once
+//   (kUnknown -> value) and before any row that depends on it is published.
 // - A token row for state s is the set of trie tokens whose bytes lead s to a live state,
 //   as a TokenRow (compact_row.hpp; sealed over the lexer's RowBaseSet: the slices' rows and
 //   rows of its own), plus whether s accepts (EOS allowed). The walk computes
@@ -33,91 +30,12 @@
 #include <vector>
 
 #include "tokamata/compact_row.hpp"
+#include "tokamata/lazy_dfa.hpp"
 #include "tokamata/shared_cache.hpp"
 
 #include "tokamata/token_trie.hpp"
 
 namespace tokamata {
-
-constexpr int32_t kDead = -1;
-constexpr int32_t kUnknown = -2;
-constexpr int64_t kKeyLater = INT64_MIN;
-
-// A limit of tokamata.Limits crossed in C++: raised in Python as tokamata.LimitExceeded(name,
-// value, bound) by the one exception translator of the bindings, wherever it surfaces.
-class LimitError : public std::runtime_error {
- public:
-  LimitError(std::string name, double value, double bound)
-      : std::runtime_error(name + " " + std::to_string(value) + " " + std::to_string(bound)),
-        name(std::move(name)), value(value), bound(bound) {}
-  std::string name;
-  double value;
-  double bound;
-};
-
-class LazyDfa {
- public:
-  // expand(state, cls) must call set_entries(state, first, last, target) with
-  // first <= cls <= last (and add_states first for new states).
-  using Expander = std::function<void(int32_t state, int32_t cls)>;
-  using KeyFunction = std::function<int64_t(int32_t state)>;
-
-  LazyDfa(const uint8_t* class_map, int32_t num_classes, int32_t max_states, Expander expand);
-
-  int32_t num_classes() const { return num_classes_; }
-  int32_t num_states() const { return num_states_; }
-  bool accepting(int32_t state) const { return accepting_[state] != 0; }
-  const uint8_t* class_map() const { return class_map_; }
-
-  // Next state, computing the transition first if needed.
-  int32_t step(int32_t state, uint8_t byte) { return step_class(state, class_map_[byte]); }
-  int32_t step_class(int32_t state, int32_t cls) {
-    int32_t next = row_ptr(state)[cls].load(std::memory_order_acquire);
-    if (next == kUnknown) {
-      expand_(state, cls);
-      next = row_ptr(state)[cls].load(std::memory_order_acquire);
-      if (next == kUnknown) throw std::logic_error("expander left a transition unknown");
-    }
-    return next;
-  }
-  // Next state without computing anything; kUnknown if not known.
-  int32_t peek(int32_t state, uint8_t byte) const {
-    return row_ptr(state)[class_map_[byte]].load(std::memory_order_acquire);
-  }
-  // The row of `state` (num_classes entries); entries may be kUnknown. Entries are written
-  // once (release) and read with acquire, so a reader that sees a target also sees it added.
-  const std::atomic<int32_t>* row_ptr(int32_t state) const {
-    return blocks_[state / kBlockStates].get() + (state % kBlockStates) * num_classes_;
-  }
-
-  void add_states(const uint8_t* accepting, const int64_t* keys, int32_t count);
-  void set_entries(int32_t state, int32_t first, int32_t last, int32_t target);
-  // The state's structural key (computed through the key function if it was deferred).
-  int64_t key(int32_t state) {
-    int64_t found = keys_[state];
-    if (found == kKeyLater) {
-      if (!key_function_) throw std::logic_error("a deferred state key without a key function");
-      found = key_function_(state);
-      if (found == kKeyLater) throw std::logic_error("the key function deferred a key again");
-      keys_[state] = found;
-    }
-    return found;
-  }
-  void set_key_function(KeyFunction key_function) { key_function_ = std::move(key_function); }
-
- private:
-  static constexpr int32_t kBlockStates = 64;
-
-  uint8_t class_map_[256];
-  int32_t num_classes_;
-  int32_t max_states_;
-  int32_t num_states_ = 0;
-  std::vector<std::unique_ptr<std::atomic<int32_t>[]>> blocks_;  // sized once for max_states
-  std::vector<uint8_t> accepting_;                  // reserved once for max_states
-  std::vector<int64_t> keys_;                       // structural key per state, reserved once
-  Expander expand_;
-  KeyFunction key_function_;
-};
 
 // Rows by structural state key, shared by every constraint over one vocabulary (bounded,
 // CLOCK eviction of rows no core holds: shared_cache.hpp).
@@ -163,6 +81,8 @@ class RegexCore {
   size_t num_cached_rows() const;
   // The cached rows' own storage (TokenRow::memory_bytes).
   size_t cached_row_bytes() const;
+  // The DFA's transition table (LazyDfa::memory_bytes).
+  size_t table_bytes() const { return dfa_->memory_bytes(); }
   int32_t num_states() const { return dfa_->num_states(); }
   // For walks over the same DFA (grammar masks): hold compute_mutex() while using dfa().
   std::mutex& compute_mutex() { return compute_mu_; }
