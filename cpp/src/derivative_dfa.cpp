@@ -44,7 +44,7 @@ int32_t DerivativeDfa::add_state(int32_t node) {
     throw LimitError("max_dfa_states", static_cast<double>(state + 1), static_cast<double>(max_states_));
   }
   nodes_.push_back(node);
-  own_.emplace_back();
+  offsets_.push_back(-1);
   index_.emplace(node, state);
   return state;
 }
@@ -85,39 +85,40 @@ bool DerivativeDfa::accepting(int32_t state) {
   return arena_->nullable(node(state));
 }
 
-DerivativeDfa::Own& DerivativeDfa::own(int32_t state) {
-  Own& found = own_[state];
-  if (found.starts.empty()) {
-    const int32_t node = nodes_[state];
-    const std::vector<uint8_t>& cuts = arena_->cuts(node);
-    found.starts.reserve(cuts.size() + 1);
-    found.starts.push_back(0);
-    found.starts.insert(found.starts.end(), cuts.begin(), cuts.end());
-    found.targets.assign(found.starts.size(), kUnknown);
+int32_t DerivativeDfa::own(int32_t state, uint8_t* starts, int32_t& count) {
+  const int32_t node = nodes_[state];
+  const std::vector<uint8_t>& cuts = arena_->cuts(node);
+  count = static_cast<int32_t>(cuts.size()) + 1;
+  starts[0] = 0;
+  std::copy(cuts.begin(), cuts.end(), starts + 1);
+  int32_t offset = offsets_[state];
+  if (offset < 0) {
+    offset = static_cast<int32_t>(targets_.size());
+    offsets_[state] = offset;
+    targets_.resize(targets_.size() + static_cast<size_t>(count), kUnknown);
     if (arena_->inside_character(node)) {  // only continuation bytes can follow
-      for (size_t i = 0; i < found.starts.size(); ++i) {
-        const int32_t start = found.starts[i];
-        const int32_t end = i + 1 < found.starts.size() ? found.starts[i + 1] : 256;
-        if (end <= 0x80 || start >= 0xC0) found.targets[i] = kDead;
+      for (int32_t i = 0; i < count; ++i) {
+        const int32_t start = starts[i];
+        const int32_t end = i + 1 < count ? starts[i + 1] : 256;
+        if (end <= 0x80 || start >= 0xC0) targets_[static_cast<size_t>(offset + i)] = kDead;
       }
     }
   }
-  return found;
+  return offset;
 }
 
-int32_t DerivativeDfa::target(int32_t state, Own& own, size_t interval) {
-  int32_t found = own.targets[interval];
+int32_t DerivativeDfa::target(int32_t state, int32_t offset, int32_t interval, int32_t start_byte) {
+  int32_t found = targets_[static_cast<size_t>(offset + interval)];
   if (found != kUnknown) return found;
   const int32_t node = nodes_[state];
-  const int32_t byte = own.starts[interval];
   const ExprArena::ByteMask& first = arena_->first_bytes(node);
-  if (!((first[byte >> 6] >> (byte & 63)) & 1)) {
+  if (!((first[start_byte >> 6] >> (start_byte & 63)) & 1)) {
     found = kDead;
   } else {
-    const int32_t next = arena_->derivative(node, byte);
+    const int32_t next = arena_->derivative(node, start_byte);
     found = next == ExprArena::kNothingId ? kDead : add_state(next);
   }
-  own.targets[interval] = found;
+  targets_[static_cast<size_t>(offset + interval)] = found;
   return found;
 }
 
@@ -130,35 +131,34 @@ void DerivativeDfa::expand(LazyDfa& dfa, int32_t state, int32_t cls) {
   Lock lock(arena_->mutex());
   const auto started = Clock::now();
   if (state < 0 || static_cast<size_t>(state) >= nodes_.size()) throw std::out_of_range("expand: bad state");
-  own(state);
-  const std::vector<uint8_t>& starts = own_[state].starts;
-  const size_t count = starts.size();
+  uint8_t starts[256];
+  int32_t count = 0;
+  const int32_t offset = own(state, starts, count);
   {  // the state's own intervals are the slots of its row (published once)
     int32_t firsts[256];
-    for (size_t i = 0; i < count; ++i) firsts[i] = class_map_[starts[i]];
-    dfa.set_shape(state, firsts, static_cast<int32_t>(count));
+    for (int32_t i = 0; i < count; ++i) firsts[i] = class_map_[starts[i]];
+    dfa.set_shape(state, firsts, count);
   }
   const int32_t start_byte = class_starts_[cls];
-  const size_t requested = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), start_byte) - starts.begin()) - 1;
-  size_t computed;
+  const int32_t requested = static_cast<int32_t>(std::upper_bound(starts, starts + count, start_byte) - starts) - 1;
+  int32_t computed;
   if (start_byte < 0x80) {
-    computed = static_cast<size_t>(std::lower_bound(starts.begin(), starts.end(), 0x80) - starts.begin());
-    for (size_t i = 0; i < computed; ++i) target(state, own_[state], i);
-    if (requested >= computed) target(state, own_[state], requested);
+    computed = static_cast<int32_t>(std::lower_bound(starts, starts + count, 0x80) - starts);
+    for (int32_t i = 0; i < computed; ++i) target(state, offset, i, starts[i]);
+    if (requested >= computed) target(state, offset, requested, starts[requested]);
   } else if (arena_->inside_character(nodes_[state])) {
     computed = 0;  // mid-character: only the continuation byte the walk met
-    target(state, own_[state], requested);
+    target(state, offset, requested, starts[requested]);
   } else {
     computed = count;
-    for (size_t i = 0; i < count; ++i) target(state, own_[state], i);
+    for (int32_t i = 0; i < count; ++i) target(state, offset, i, starts[i]);
   }
   register_states(dfa);
-  const std::vector<int32_t>& targets = own_[state].targets;
-  for (size_t i = 0; i < count; ++i) {
+  for (int32_t i = 0; i < count; ++i) {
     if (i >= computed && i != requested) continue;
     const int32_t first = class_map_[starts[i]];
     const int32_t last = i + 1 < count ? class_map_[starts[i + 1]] - 1 : num_classes_ - 1;
-    dfa.set_entries(state, first, last, targets[i]);
+    dfa.set_entries(state, first, last, targets_[static_cast<size_t>(offset + i)]);
   }
   charge(std::chrono::duration<double>(Clock::now() - started).count());
 }
@@ -167,12 +167,13 @@ int32_t DerivativeDfa::step(int32_t state, int32_t byte) {
   Lock lock(arena_->mutex());
   if (state < 0 || static_cast<size_t>(state) >= nodes_.size()) throw std::out_of_range("step: bad state");
   if (byte < 0 || byte > 255) throw std::out_of_range("step: bad byte");
-  Own& found = own(state);
-  const size_t interval =
-      static_cast<size_t>(std::upper_bound(found.starts.begin(), found.starts.end(), byte) - found.starts.begin()) - 1;
-  if (found.targets[interval] != kUnknown) return found.targets[interval];
+  uint8_t starts[256];
+  int32_t count = 0;
+  const int32_t offset = own(state, starts, count);
+  const int32_t interval = static_cast<int32_t>(std::upper_bound(starts, starts + count, byte) - starts) - 1;
+  if (targets_[static_cast<size_t>(offset + interval)] != kUnknown) return targets_[static_cast<size_t>(offset + interval)];
   const auto started = Clock::now();
-  const int32_t next = target(state, found, interval);
+  const int32_t next = target(state, offset, interval, starts[interval]);
   charge(std::chrono::duration<double>(Clock::now() - started).count());
   return next;
 }

@@ -24,7 +24,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -66,12 +65,11 @@ class DerivativeDfa {
   std::vector<uint8_t> accepting_from(int32_t first);
 
  private:
-  struct Own {
-    std::vector<uint8_t> starts;   // first byte of each own interval (starts[0] == 0)
-    std::vector<int32_t> targets;  // kUnknown, kDead or a state
-  };
-  Own& own(int32_t state);
-  int32_t target(int32_t state, Own& own, size_t interval);
+  // The state's own intervals start at 0 and at each of arena_->cuts(node) (copied into
+  // `starts`, since the arena's cut table may move while targets are computed); returns the
+  // offset of its targets in targets_ (made on first use).
+  int32_t own(int32_t state, uint8_t* starts, int32_t& count);
+  int32_t target(int32_t state, int32_t offset, int32_t interval, int32_t start_byte);
   int32_t add_state(int32_t node);
   void charge(double seconds);
 
@@ -84,7 +82,8 @@ class DerivativeDfa {
   double max_seconds_;
   double elapsed_ = 0.0;
   std::vector<int32_t> nodes_;  // state -> node
-  std::deque<Own> own_;  // (a deque: adding states leaves references to the others valid)
+  std::vector<int32_t> offsets_;  // state -> first of its targets in targets_, -1 before own()
+  std::vector<int32_t> targets_;  // per own interval: kUnknown, kDead or a state
   std::unordered_map<int32_t, int32_t> index_;  // node -> state
 };
 
