@@ -140,9 +140,11 @@ class ExprArena {
   bool nullable(int32_t node) const { return nodes_[check(node)].nullable; }
 
  private:
-  struct Node {
+  struct Node {  // (fields ordered so that it packs into 56 bytes: one per expression, many)
     ExprKind kind = kNothing;
     bool nullable = false;
+    int8_t infinite = -1;            // -1 unknown
+    int8_t depth_infinite = 0;
     int32_t a = 0, b = 0, c = 0;     // CONCAT (first, second), REPEAT (item, low, high), TAGGED
                                      // (item, tag), UTF8 (pending), DIFF (first, second),
                                      // UNTIL (stop index, matched, pending), DECMOD (k, phase, t),
@@ -154,11 +156,10 @@ class ExprArena {
     int32_t rest = -1;               // REPEAT: the remainder after one item
     int32_t first = -1;              // index into firsts_
     int32_t untagged = -1;
-    int64_t longest = -2;            // max length: -2 unknown, -1 unbounded
-    int8_t infinite = -1;            // -1 unknown
     int32_t depth = -1;              // text depth, -1 unknown
-    int8_t depth_infinite = 0;
+    int64_t longest = -2;            // max length: -2 unknown, -1 unbounded
   };
+  static_assert(sizeof(Node) <= 56, "ExprArena::Node grew");
   struct Stop {  // an UNTIL leaf's stop string and its KMP failure function
     std::string bytes;
     std::vector<int32_t> fail;
