@@ -343,16 +343,8 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
     except TypeError:
         raise InvalidArgument(f"fill_bitmasks takes a sequence of Matcher objects, got "
                               f"{type(matchers).__name__}") from None
-    if type(threads) is not int and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))):
-        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
-    if not 1 <= threads <= 256:
-        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
-    if indices is None:
-        rows = _ROWS[: len(matchers)] if len(matchers) <= len(_ROWS) else np.arange(len(matchers), dtype=np.int32)
-    else:
-        rows = _row_indices(indices)
-        if rows.shape != (len(matchers),):
-            raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {len(matchers)}")
+    _check_threads(threads)
+    rows = _batch_rows(indices, len(matchers))
     budgets = None
     if max_tokens is not None:
         if isinstance(max_tokens, (str, bytes)) or not isinstance(max_tokens, Iterable):
@@ -435,20 +427,14 @@ def consume_tokens(matchers: Sequence[Matcher], tokens: Sequence[int], bitmask=N
     except TypeError:
         raise InvalidArgument(f"consume_tokens takes a sequence of Matcher objects, got "
                               f"{type(matchers).__name__}") from None
-    if type(threads) is not int or not 1 <= threads <= 256:
-        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
-            raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+    _check_threads(threads)
     ids = _step_tokens(tokens, len(matchers))
     if bitmask is None:
         if indices is not None:
             raise InvalidArgument("row indices without a bitmask")
         rows = _ROWS[:0]
-    elif indices is None:
-        rows = _ROWS[: len(matchers)] if len(matchers) <= len(_ROWS) else np.arange(len(matchers), dtype=np.int32)
     else:
-        rows = _row_indices(indices)
-        if rows.shape != (len(matchers),):
-            raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {len(matchers)}")
+        rows = _batch_rows(indices, len(matchers))
     status = np.zeros(len(matchers), dtype=np.uint8)
     failed: list[tuple[int, TokamataError]] = []
     try:
@@ -577,8 +563,7 @@ def fill_bitmasks_draft(matchers: Sequence[Matcher], drafts: Sequence[Iterable[i
     for m in matchers:
         if not isinstance(m, Matcher):
             raise InvalidArgument(f"fill_bitmasks_draft takes Matcher objects, got {type(m).__name__}")
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 256:
-        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+    _check_threads(threads)
     tokens, lengths = _draft_batch(matchers, drafts)
     offsets = np.zeros(len(drafts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -690,6 +675,25 @@ def _token_id(token_id) -> int:
         raise InvalidArgument(f"token id must be an int, got {type(token_id).__name__} holding "
                               f"{type(value).__name__} {value!r}")
     return value
+
+
+def _check_threads(threads) -> None:
+    """A batch call's ``threads``: an int in [1, 256] (a bool is refused), or InvalidArgument."""
+    if type(threads) is not int and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))):
+        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+    if not 1 <= threads <= 256:
+        raise InvalidArgument(f"threads must be an int in [1, 256], got {threads!r}")
+
+
+def _batch_rows(indices, count: int) -> np.ndarray:
+    """One bitmask row per matcher of a batch of ``count``: ``indices`` (default ``0..count-1``)
+    as int32, or InvalidArgument."""
+    if indices is None:
+        return _ROWS[:count] if count <= len(_ROWS) else np.arange(count, dtype=np.int32)
+    rows = _row_indices(indices)
+    if rows.shape != (count,):
+        raise InvalidArgument(f"need one row index per matcher, got {rows.shape[0]} for {count}")
+    return rows
 
 
 def _row_indices(indices) -> np.ndarray:
