@@ -55,9 +55,8 @@ class _Deadline:
 
 
 #: :func:`check_deadline` reads the clock on its first call and then on every this many (a
-#: power of two): a
-#: compile of a small JSON Schema makes ~150 checks, and reading the clock each time was
-#: ~0.37 us per check (~10% of such a compile on the development VM)
+#: power of two): a compile of a small JSON Schema makes ~20-150 checks, and reading the clock
+#: each time cost ~0.37 us per check (~10% of such a compile on the development VM)
 CLOCK_EVERY = 4
 
 _active: contextvars.ContextVar[Optional[_Deadline]] = contextvars.ContextVar("tokamata_deadline", default=None)

@@ -91,13 +91,14 @@ class Bridge:
 
     def tagged_many(self, nodes: "list[d.Expr | None]") -> list[int]:
         """The arena ids of ``derivatives.tagged(nodes[i], i)`` (``NOTHING`` where ``nodes[i]``
-        is None), made in the arena without building the tagged Python expressions: the same
-        ids as importing those expressions (the arena hash-conses a tag as ``tagged`` does)."""
-        present = [node for node in nodes if node is not None]
+        is None or ``NOTHING``, as ``tagged`` gives), made in the arena without building the
+        tagged Python expressions: the same ids as importing those expressions (the arena
+        hash-conses a tag as ``tagged`` does)."""
+        present = [node for node in nodes if node is not None and node is not d.NOTHING]
         ids = iter(self.to_arena_many(present))
         records: list[int] = []
         for index, node in enumerate(nodes):
-            if node is None:
+            if node is None or node is d.NOTHING:
                 records.append(d.Kind.NOTHING)
             else:
                 records.extend((d.Kind.TAGGED, next(ids), index))
