@@ -338,11 +338,7 @@ def fill_bitmasks(matchers: Sequence[Matcher], bitmask, indices: Sequence[int] |
         tokamata.fill_bitmasks([m0, m1], bitmask)   # rows 0 and 1
     """
     # (this is the serial part of a threaded batch: a few checks and one comprehension)
-    try:
-        matchers = list(matchers)
-    except TypeError:
-        raise InvalidArgument(f"fill_bitmasks takes a sequence of Matcher objects, got "
-                              f"{type(matchers).__name__}") from None
+    matchers = _matcher_list(matchers, "fill_bitmasks")
     _check_threads(threads)
     rows = _batch_rows(indices, len(matchers))
     budgets = None
@@ -422,11 +418,7 @@ def consume_tokens(matchers: Sequence[Matcher], tokens: Sequence[int], bitmask=N
     >>> bitmask[:, 0].tolist()     # after "a": "a" or "b"; the other two are still at the start
     [3, 1, 1]
     """
-    try:
-        matchers = list(matchers)
-    except TypeError:
-        raise InvalidArgument(f"consume_tokens takes a sequence of Matcher objects, got "
-                              f"{type(matchers).__name__}") from None
+    matchers = _matcher_list(matchers, "consume_tokens")
     _check_threads(threads)
     ids = _step_tokens(tokens, len(matchers))
     if bitmask is None:
@@ -675,6 +667,15 @@ def _token_id(token_id) -> int:
         raise InvalidArgument(f"token id must be an int, got {type(token_id).__name__} holding "
                               f"{type(value).__name__} {value!r}")
     return value
+
+
+def _matcher_list(matchers, caller: str) -> list:
+    """A batch call's matchers as a list, or InvalidArgument naming ``caller``."""
+    try:
+        return list(matchers)
+    except TypeError:
+        raise InvalidArgument(f"{caller} takes a sequence of Matcher objects, got "
+                              f"{type(matchers).__name__}") from None
 
 
 def _check_threads(threads) -> None:
